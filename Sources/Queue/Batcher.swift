@@ -1,0 +1,99 @@
+import Synchronization
+
+/// Collects items from many tasks and hands them out in batches: whatever piled up while the previous batch
+/// was being written goes out together (group commit), so acks cost one round-trip per batch, not per job.
+final class Batcher<Item: Sendable>: Sendable {
+    private struct State {
+        var items: [Item] = []
+        var waiter: CheckedContinuation<[Item]?, Never>?
+        var closed = false
+    }
+    private let state = Mutex(State())
+
+    func append(_ item: Item) {
+        let waiter = state.withLock { state -> CheckedContinuation<[Item]?, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.items.append(item)
+            return nil
+        }
+        waiter?.resume(returning: [item])
+    }
+
+    /// The next batch; nil once closed and drained. One consumer only.
+    func next() async -> [Item]? {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> [Item]?? in
+                if !state.items.isEmpty {
+                    let items = state.items
+                    state.items.removeAll(keepingCapacity: true)
+                    return .some(items)
+                }
+                if state.closed { return .some(nil) }
+                state.waiter = continuation
+                return .none
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    func close() {
+        let waiter = state.withLock { state -> CheckedContinuation<[Item]?, Never>? in
+            state.closed = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+}
+
+/// Counts free execution slots; the fetcher waits here when all are busy.
+final class Slots: Sendable {
+    private struct State {
+        var free: Int
+        var waiter: CheckedContinuation<Int, Never>?
+    }
+    private let state: Mutex<State>
+    let capacity: Int
+
+    init(_ capacity: Int) {
+        self.capacity = capacity
+        state = Mutex(State(free: capacity))
+    }
+
+    /// Waits until at least one slot is free; returns how many are.
+    func waitForFree() async -> Int {
+        await withCheckedContinuation { continuation in
+            let free = state.withLock { state -> Int? in
+                if state.free > 0 { return state.free }
+                state.waiter = continuation
+                return nil
+            }
+            if let free { continuation.resume(returning: free) }
+        }
+    }
+
+    func take(_ n: Int) { state.withLock { $0.free -= n } }
+
+    func release() {
+        let (waiter, free) = state.withLock { state -> (CheckedContinuation<Int, Never>?, Int) in
+            state.free += 1
+            defer { state.waiter = nil }
+            return (state.waiter, state.free)
+        }
+        waiter?.resume(returning: free)
+    }
+
+    /// Wakes a waiting fetcher (at shutdown) as if a slot were free.
+    func wake() {
+        let waiter = state.withLock { state -> CheckedContinuation<Int, Never>? in
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: 0)
+    }
+
+    var busy: Int { state.withLock { capacity - $0.free } }
+}

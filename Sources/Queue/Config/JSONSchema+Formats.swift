@@ -1,0 +1,79 @@
+extension JSONSchema.Format {
+    /// Checks the formats for real: a payload with `photoId: "abc"` must fail at enqueue, not in a
+    /// handler's SQL three retries later.
+    func accepts(_ text: String) -> Bool {
+        switch self {
+        case .uuid: Self.isUUID(text)
+        case .dateTime: Self.isDateTime(text)
+        case .date: Self.isFullDate(Substring(text))
+        case .email: Self.isEmail(text)
+        }
+    }
+
+    /// 8-4-4-4-12 hex digits, either case.
+    static func isUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+            && text.allSatisfy(\.isASCII)
+    }
+
+    /// RFC 3339 `date-time`: full-date "T" time with seconds, optional fraction, and `Z` or `±hh:mm`.
+    static func isDateTime(_ text: String) -> Bool {
+        let scalars = Array(text.utf8)
+        guard scalars.count >= 20, scalars[10] == UInt8(ascii: "T") || scalars[10] == UInt8(ascii: "t") else {
+            return false
+        }
+        guard isFullDate(Substring(String(decoding: scalars[0..<10], as: UTF8.self))) else { return false }
+        let time = Array(scalars[11...])
+        guard time.count >= 9, time[2] == UInt8(ascii: ":"), time[5] == UInt8(ascii: ":"),
+            let hour = number(time[0..<2]), let minute = number(time[3..<5]), let second = number(time[6..<8]),
+            hour <= 23, minute <= 59, second <= 60
+        else { return false }
+        var index = 8
+        if time[index] == UInt8(ascii: ".") {
+            index += 1
+            let fractionStart = index
+            while index < time.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(time[index]) { index += 1 }
+            guard index > fractionStart else { return false }
+        }
+        guard index < time.count else { return false }
+        let zone = Array(time[index...])
+        if zone == [UInt8(ascii: "Z")] || zone == [UInt8(ascii: "z")] { return true }
+        guard zone.count == 6, zone[0] == UInt8(ascii: "+") || zone[0] == UInt8(ascii: "-"),
+            zone[3] == UInt8(ascii: ":"), let offsetHour = number(zone[1..<3]), let offsetMinute = number(zone[4..<6])
+        else { return false }
+        return offsetHour <= 23 && offsetMinute <= 59
+    }
+
+    /// RFC 3339 `full-date`: YYYY-MM-DD with a day that exists in that month.
+    static func isFullDate(_ text: Substring) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            let year = number(bytes[0..<4]), let month = number(bytes[5..<7]), let day = number(bytes[8..<10]),
+            (1...12).contains(month)
+        else { return false }
+        return day >= 1 && day <= CivilTime.daysIn(year: year, month: month)
+    }
+
+    /// A pragmatic address check (local@domain.tld, no spaces): full RFC 5322 accepts things no mail
+    /// provider does, and the real check is a confirmation mail.
+    static func isEmail(_ text: String) -> Bool {
+        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, let local = parts.first, let domain = parts.last, !local.isEmpty,
+            local.count <= 64, text.count <= 254,
+            !text.contains(where: { $0.isWhitespace || $0.isNewline || $0 == "<" || $0 == ">" })
+        else { return false }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }
+            && !local.hasPrefix(".") && !local.hasSuffix(".") && !local.contains("..")
+    }
+
+    private static func number(_ digits: ArraySlice<UInt8>) -> Int? {
+        var value = 0
+        for digit in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
+            value = value * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        return digits.isEmpty ? nil : value
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// All job kinds of the system, loaded from `jobs/`: the API validates payloads with it, workers read
+/// timeouts and backoff from it, the scheduler reads the cron entries.
+public struct JobCatalog: Sendable {
+    /// Kinds by name.
+    public let kinds: [String: JobKindSpec]
+
+    /// A catalog of kinds built in code (tests, tools); a later kind with the same name replaces an
+    /// earlier one.
+    public init(kinds: [JobKindSpec]) {
+        self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// Loads every `*.yml` and `*.yaml` file of `directory` (one kind per file, named after it).
+    ///
+    /// Refuses the whole catalog at the first invalid file, so a process never starts with half its
+    /// kinds. Files are read in name order, so the error reported is the same on every machine.
+    public static func load(directory: String) throws(ConfigError) -> JobCatalog {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw ConfigError(file: directory, reason: "cannot read the job kinds directory: \(error.localizedDescription)")
+        }
+        var kinds: [String: JobKindSpec] = [:]
+        for fileName in names.sorted() where !fileName.hasPrefix(".") {
+            let url = URL(fileURLWithPath: fileName)
+            guard ["yml", "yaml"].contains(url.pathExtension) else { continue }
+            let path = (directory as NSString).appendingPathComponent(fileName)
+            let kindName = url.deletingPathExtension().lastPathComponent
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigError(file: path, reason: "cannot read the file")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw ConfigError(file: path, reason: "the file is not UTF-8 text")
+            }
+            let spec = try JobKindSpec(yaml: text, name: kindName, file: path)
+            if let existing = kinds[kindName] {
+                throw ConfigError(file: path, reason: "job kind '\(kindName)' is also defined in \(existing.file)")
+            }
+            kinds[kindName] = spec
+        }
+        return JobCatalog(kinds: Array(kinds.values))
+    }
+
+    /// The kind named `kind`, if the catalog has it.
+    public subscript(kind: String) -> JobKindSpec? { kinds[kind] }
+
+    /// Every queue some kind uses, sorted: what a worker that serves "all queues" listens on.
+    public var queues: [String] { Set(kinds.values.map(\.queue)).sorted() }
+
+    /// Checks a payload before it is enqueued; an unknown kind is a violation, not a crash.
+    public func validatePayload(kind: String, payload: JSONValue) -> [SchemaViolation] {
+        guard let spec = kinds[kind] else {
+            return [SchemaViolation(path: "", message: "unknown job kind '\(kind)'")]
+        }
+        return spec.payloadSchema.validate(payload)
+    }
+}

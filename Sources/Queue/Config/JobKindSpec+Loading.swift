@@ -1,0 +1,214 @@
+import Foundation
+import Yams
+
+extension JobKindSpec {
+    static let topLevelKeys = [
+        "queue", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
+        "schedules", "payload",
+    ]
+
+    /// Parses one job-kind file's text.
+    /// - Parameters:
+    ///   - name: the kind's name (the file name without its extension).
+    ///   - file: the path reported in errors and kept in `file`.
+    /// - Throws: the first problem found, with the line and column of the node at fault.
+    public init(yaml text: String, name: String, file: String) throws(ConfigError) {
+        let reader = YAMLReader(file: file)
+        guard Self.isValidName(name) else {
+            throw ConfigError(
+                file: file,
+                reason: "'\(name)' is not a valid job kind name: use lowercase letters, digits and '-', "
+                    + "starting with a letter or digit")
+        }
+        guard let root = try reader.compose(text) else {
+            throw ConfigError(
+                file: file, reason: "the file is empty; expected a mapping with at least 'payload:' (or '{}')")
+        }
+        let entries = try reader.mapping(root, "", allowed: Self.topLevelKeys)
+        self.init(name: name, file: file)
+
+        if let entry = entries["payload"] {
+            payloadSchema = try Self.schema(entry.value, reader)
+        }
+        if let entry = entries["queue"] {
+            queue = try reader.string(entry.value, "queue", expected: "a queue name")
+            guard Self.isValidQueueName(queue) else {
+                throw reader.error(entry.value, "queue", "'\(queue)' is not a valid queue name; use [a-z0-9_-]+")
+            }
+        }
+        if let entry = entries["priority"] {
+            priority = try reader.int(entry.value, "priority", expected: "an integer from 1 to 100")
+            guard (1...100).contains(priority) else {
+                throw reader.error(entry.value, "priority", "must be from 1 to 100, got \(priority)")
+            }
+        }
+        if let entry = entries["timeout"] {
+            timeout = try reader.duration(entry.value, "timeout")
+        }
+        if let entry = entries["visibility_timeout"] {
+            visibilityTimeout = try reader.duration(
+                entry.value, "visibility_timeout", minimum: Self.minimumVisibilityTimeout)
+        }
+        if let entry = entries["attempts"] {
+            maxAttempts = try reader.int(entry.value, "attempts", expected: "an integer of at least 1")
+            guard maxAttempts >= 1 else {
+                throw reader.error(entry.value, "attempts", "must be at least 1, got \(maxAttempts)")
+            }
+        }
+        if let entry = entries["backoff"] {
+            backoff = try Self.backoff(entry.value, reader)
+        }
+        if let entry = entries["unique"] {
+            uniqueness = try Self.uniqueness(entry.value, schema: payloadSchema, reader)
+        }
+        if let entry = entries["retention"] {
+            let fields = try reader.mapping(entry.value, "retention", allowed: ["succeeded", "failed"])
+            if let succeeded = fields["succeeded"] {
+                retention.succeeded = try reader.duration(succeeded.value, "retention.succeeded")
+            }
+            if let failed = fields["failed"] {
+                retention.failed = try reader.duration(failed.value, "retention.failed")
+            }
+        }
+        if let entry = entries["schedules"] {
+            schedules = try Self.schedules(entry.value, schema: payloadSchema, reader)
+        }
+    }
+
+    private static func schema(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> JSONSchema {
+        var marks = YAMLReader.Marks()
+        let value = try reader.json(node, "payload", marks: &marks)
+        let schema: JSONSchema
+        do {
+            schema = try JSONSchema(value)
+        } catch {
+            let mark = marks.mark(for: error.path, key: error.isAboutTheKeyword)
+            throw ConfigError(
+                file: reader.file, line: mark?.line, column: mark?.column, reason: "payload\(error.path): \(error.reason)")
+        }
+        guard schema.requiresObject else {
+            throw reader.error(node, "payload", "the payload schema must say 'type: object' (payloads are JSON objects)")
+        }
+        return schema
+    }
+
+    private static func backoff(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> Backoff {
+        let allKeys = ["type", "base", "max", "jitter", "delay"]
+        let entries = try reader.mapping(node, "backoff", allowed: allKeys)
+        guard let typeEntry = entries["type"] else {
+            throw reader.error(node, "backoff", "missing 'type' (exponential or fixed)")
+        }
+        let type = try reader.string(typeEntry.value, "backoff.type", expected: "exponential or fixed")
+        let allowed: [String]
+        switch type {
+        case "exponential": allowed = ["type", "base", "max", "jitter"]
+        case "fixed": allowed = ["type", "delay", "jitter"]
+        default: throw reader.error(typeEntry.value, "backoff.type", "expected exponential or fixed, got '\(type)'")
+        }
+        for key in allKeys where !allowed.contains(key) {
+            if let entry = entries[key] {
+                throw reader.error(
+                    entry.keyNode, "backoff", "'\(key)' does not apply to a \(type) backoff (allowed: \(allowed.joined(separator: ", ")))")
+            }
+        }
+        var jitter = type == "fixed" ? 0 : 0.2
+        if let entry = entries["jitter"] {
+            jitter = try reader.number(entry.value, "backoff.jitter", expected: "a fraction from 0 to 1")
+            guard (0...1).contains(jitter) else {
+                throw reader.error(entry.value, "backoff.jitter", "must be from 0 to 1, got \(jitter)")
+            }
+        }
+        if type == "fixed" {
+            guard let delay = entries["delay"] else { throw reader.error(node, "backoff", "missing 'delay'") }
+            return .fixed(try reader.duration(delay.value, "backoff.delay"), jitter: jitter)
+        }
+        let base =
+            try entries["base"].map { entry throws(ConfigError) in try reader.duration(entry.value, "backoff.base") }
+            ?? .seconds(1)
+        let max =
+            try entries["max"].map { entry throws(ConfigError) in try reader.duration(entry.value, "backoff.max") }
+            ?? .seconds(600)
+        if max < base {
+            throw reader.error(entries["max"]?.value ?? node, "backoff.max", "is below backoff.base")
+        }
+        return .exponential(base: base, max: max, jitter: jitter)
+    }
+
+    private static func uniqueness(_ node: Node, schema: JSONSchema, _ reader: YAMLReader) throws(ConfigError)
+        -> Uniqueness
+    {
+        let entries = try reader.mapping(node, "unique", allowed: ["key", "ttl"])
+        guard let keyEntry = entries["key"] else { throw reader.error(node, "unique", "missing 'key'") }
+        guard let ttlEntry = entries["ttl"] else { throw reader.error(node, "unique", "missing 'ttl'") }
+        let template = try reader.string(keyEntry.value, "unique.key", expected: "a key template such as 'push:${token}'")
+        let parts: [Uniqueness.Part]
+        do {
+            parts = try Uniqueness.parse(template)
+        } catch {
+            throw reader.error(keyEntry.value, "unique.key", error.reason)
+        }
+        for case .field(let field) in parts where !schema.allowsProperty(field) {
+            throw reader.error(
+                keyEntry.value, "unique.key", "'${\(field)}' is not a property of the payload schema")
+        }
+        return Uniqueness(keyTemplate: template, ttl: try reader.duration(ttlEntry.value, "unique.ttl"))
+    }
+
+    private static func schedules(_ node: Node, schema: JSONSchema, _ reader: YAMLReader) throws(ConfigError)
+        -> [CronSchedule]
+    {
+        guard case .sequence(let sequence) = node else {
+            throw reader.error(node, "schedules", "expected a list of schedules, got \(reader.describe(node))")
+        }
+        var schedules: [CronSchedule] = []
+        for (index, item) in sequence.enumerated() {
+            let path = "schedules[\(index)]"
+            let entries = try reader.mapping(item, path, allowed: ["name", "cron", "timezone", "payload"])
+            guard let nameEntry = entries["name"] else { throw reader.error(item, path, "missing 'name'") }
+            guard let cronEntry = entries["cron"] else { throw reader.error(item, path, "missing 'cron'") }
+            let name = try reader.string(nameEntry.value, path + ".name", expected: "a schedule name")
+            guard isValidQueueName(name) else {
+                throw reader.error(nameEntry.value, path + ".name", "'\(name)' is not a valid schedule name; use [a-z0-9_-]+")
+            }
+            guard !schedules.contains(where: { $0.name == name }) else {
+                throw reader.error(nameEntry.value, path + ".name", "duplicate schedule name '\(name)'")
+            }
+            let cronText = try reader.string(cronEntry.value, path + ".cron", expected: "a cron expression")
+            let expression: CronExpression
+            do {
+                expression = try CronExpression(parsing: cronText)
+            } catch {
+                throw reader.error(cronEntry.value, path + ".cron", "invalid cron expression: \(error)")
+            }
+            var timeZone = CronSchedule.utc
+            if let zoneEntry = entries["timezone"] {
+                let identifier = try reader.string(zoneEntry.value, path + ".timezone", expected: "an IANA time zone")
+                guard let zone = TimeZone(identifier: identifier) else {
+                    throw reader.error(
+                        zoneEntry.value, path + ".timezone",
+                        "unknown time zone '\(identifier)'; use an IANA name such as UTC or Europe/Berlin")
+                }
+                timeZone = zone
+            }
+            var payload: JSONValue = .object([:])
+            if let payloadEntry = entries["payload"] {
+                var marks = YAMLReader.Marks()
+                payload = try reader.json(payloadEntry.value, path + ".payload", marks: &marks)
+                let violations = schema.validate(payload)
+                if let first = violations.first {
+                    let mark = marks.mark(for: first.path)
+                    throw ConfigError(
+                        file: reader.file, line: mark?.line, column: mark?.column,
+                        reason: "\(path).payload does not satisfy the payload schema: "
+                            + violations.map { "\($0.path.isEmpty ? "" : "\($0.path) ")\($0.message)" }
+                            .joined(separator: "; "))
+                }
+            } else if let first = schema.validate(payload).first {
+                throw reader.error(
+                    item, path, "the schedule needs a 'payload' (the empty payload fails the schema: \(first))")
+            }
+            schedules.append(CronSchedule(name: name, expression: expression, timeZone: timeZone, payload: payload))
+        }
+        return schedules
+    }
+}

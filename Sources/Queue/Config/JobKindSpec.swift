@@ -1,0 +1,77 @@
+/// Everything the queue engine, workers and scheduler need to know about one job kind, as declared in
+/// `jobs/<name>.yml`, so operators can tune a kind without recompiling.
+public struct JobKindSpec: Sendable, Equatable {
+    /// The kind's name: the file name without `.yml` (`[a-z0-9][a-z0-9-]*`).
+    public var name: String
+    /// The queue (Redis stream) the kind's jobs go to (`[a-z0-9_-]+`); workers subscribe per queue.
+    public var queue: String
+    /// 1...100, higher runs first within a worker's queues.
+    public var priority: Int
+    /// How long a handler may run before the attempt is failed.
+    public var timeout: Duration
+    /// The lease: a job whose worker stops heartbeating for this long is re-delivered. At least 3s so
+    /// that a heartbeat can renew it in time.
+    public var visibilityTimeout: Duration
+    /// Attempts before the job goes to the dead set (1 = no retries).
+    public var maxAttempts: Int
+    public var backoff: Backoff
+    /// Deduplication of concurrent enqueues; nil when every enqueue is a new job.
+    public var uniqueness: Uniqueness?
+    public var retention: Retention
+    public var schedules: [CronSchedule]
+    /// Checked at enqueue, so a bad payload is a 4xx for the client, not a dead job later.
+    public var payloadSchema: JSONSchema
+    /// The file the spec was loaded from (empty for specs built in code).
+    public var file: String
+
+    public static let defaultQueue = "default"
+    public static let defaultPriority = 1
+    public static let defaultTimeout: Duration = .seconds(30)
+    public static let defaultVisibilityTimeout: Duration = .seconds(30)
+    public static let minimumVisibilityTimeout: Duration = .seconds(3)
+    public static let defaultMaxAttempts = 5
+    public static let defaultBackoff = Backoff.exponential(base: .seconds(1), max: .seconds(600), jitter: 0.2)
+
+    public init(
+        name: String,
+        queue: String = defaultQueue,
+        priority: Int = defaultPriority,
+        timeout: Duration = defaultTimeout,
+        visibilityTimeout: Duration = defaultVisibilityTimeout,
+        maxAttempts: Int = defaultMaxAttempts,
+        backoff: Backoff = defaultBackoff,
+        uniqueness: Uniqueness? = nil,
+        retention: Retention = .default,
+        schedules: [CronSchedule] = [],
+        payloadSchema: JSONSchema = .anyObject,
+        file: String = ""
+    ) {
+        self.name = name
+        self.queue = queue
+        self.priority = priority
+        self.timeout = timeout
+        self.visibilityTimeout = visibilityTimeout
+        self.maxAttempts = maxAttempts
+        self.backoff = backoff
+        self.uniqueness = uniqueness
+        self.retention = retention
+        self.schedules = schedules
+        self.payloadSchema = payloadSchema
+        self.file = file
+    }
+
+    /// Whether `text` is a valid kind name.
+    public static func isValidName(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first, isLowerAlphanumeric(first) else { return false }
+        return text.unicodeScalars.allSatisfy { isLowerAlphanumeric($0) || $0 == "-" }
+    }
+
+    /// Whether `text` is a valid queue or schedule name (`[a-z0-9_-]+`).
+    public static func isValidQueueName(_ text: String) -> Bool {
+        !text.isEmpty && text.unicodeScalars.allSatisfy { isLowerAlphanumeric($0) || $0 == "-" || $0 == "_" }
+    }
+
+    private static func isLowerAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+
+/// A kind of job as code: its name (matching `jobs/<name>.yml`), its parameters and what it does.
+///
+/// ```swift
+/// struct NoopJob: JobKind {
+///     static let name = "noop"
+///     struct Parameters: Codable, Sendable { var sleepMs: Int? }
+///     func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? { nil }
+/// }
+/// ```
+public protocol JobKind: Sendable {
+    associatedtype Parameters: Decodable & Sendable
+    static var name: String { get }
+    /// Runs one attempt. Throw `JobFailure.permanent` for errors a retry cannot fix; any other error is retried
+    /// with the kind's backoff. The task is cancelled when the kind's timeout passes or the worker shuts down.
+    /// Returns the job's result (kept with the job for its retention), or nil.
+    func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue?
+}
+
+/// What a handler knows about the attempt it runs.
+public struct JobContext: Sendable {
+    public let id: JobID
+    public let kind: String
+    /// 1 for the first attempt.
+    public let attempt: Int
+    public let maxAttempts: Int
+    /// The cron fire time that enqueued the job, if a schedule did.
+    public let scheduledFor: Date?
+    public let enqueuedAt: Date
+    public let logger: Logger
+}
+
+/// A failure the handler classifies itself.
+public struct JobFailure: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable { case retryable, permanent }
+    public let kind: Kind
+    public let message: String
+    /// Wait at least this long before the retry (e.g. a provider's `Retry-After`).
+    public let retryAfter: Duration?
+
+    /// Goes to the dead set at once: bad input, a 4xx from a provider, a payload that cannot be decoded.
+    public static func permanent(_ message: String) -> JobFailure { JobFailure(kind: .permanent, message: message, retryAfter: nil) }
+    public static func retryable(_ message: String, after: Duration? = nil) -> JobFailure {
+        JobFailure(kind: .retryable, message: message, retryAfter: after)
+    }
+    public var description: String { message }
+}
+
+/// Handlers by kind name. Decoding the payload is part of the handler: a payload that does not decode is a
+/// permanent failure (dead at once, never a retry loop).
+public struct JobRegistry: Sendable {
+    public typealias Handler = @Sendable (_ payload: String, _ context: JobContext) async throws -> String?
+    private(set) var handlers: [String: Handler] = [:]
+
+    public init() {}
+
+    public mutating func register<Kind: JobKind>(_ kind: Kind) {
+        handlers[Kind.name] = { payload, context in
+            let parameters: Kind.Parameters
+            do {
+                parameters = try JSONDecoder().decode(Kind.Parameters.self, from: Data(payload.utf8))
+            } catch {
+                throw JobFailure.permanent("undecodable payload for \(Kind.name): \(Self.describe(error))")
+            }
+            return try await kind.run(parameters, context: context)?.jsonString
+        }
+    }
+
+    public func handler(for kind: String) -> Handler? { handlers[kind] }
+    public var kinds: [String] { handlers.keys.sorted() }
+
+    private static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        switch error {
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c):
+            let path = c.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? c.debugDescription : "\(path): \(c.debugDescription)"
+        case .keyNotFound(let key, _):
+            return "missing field '\(key.stringValue)'"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

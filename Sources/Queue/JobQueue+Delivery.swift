@@ -1,0 +1,167 @@
+import Foundation
+import Redis
+
+/// A job handed to a worker: it holds the lease until its outcome is recorded.
+public struct ReservedJob: Sendable {
+    public let id: JobID
+    public let queue: String
+    /// The stream entry of this delivery; the outcome is accepted only for the delivery that holds the job.
+    public let entry: String
+    public let kind: String
+    public let payload: String
+    public let attempt: Int
+    public let maxAttempts: Int
+    public let scheduledFor: Date?
+    public let enqueuedAt: Date
+}
+
+/// The outcome of one delivery, recorded in batches.
+public struct JobOutcome: Sendable {
+    enum Kind: String, Sendable {
+        case succeeded = "ok"
+        case retry
+        case dead
+        case requeue
+    }
+
+    let job: ReservedJob
+    let kind: Kind
+    let text: String
+    let milliseconds: Int64
+
+    public static func succeeded(_ job: ReservedJob, result: String?, retention: Duration) -> JobOutcome {
+        JobOutcome(job: job, kind: .succeeded, text: result ?? "null", milliseconds: retention.milliseconds)
+    }
+    public static func retry(_ job: ReservedJob, error: String, after delay: Duration) -> JobOutcome {
+        JobOutcome(job: job, kind: .retry, text: error, milliseconds: max(0, delay.milliseconds))
+    }
+    public static func dead(_ job: ReservedJob, error: String, retention: Duration) -> JobOutcome {
+        JobOutcome(job: job, kind: .dead, text: error, milliseconds: retention.milliseconds)
+    }
+    /// Handed back unfinished at shutdown: runnable again at once, and the attempt does not count.
+    public static func requeue(_ job: ReservedJob) -> JobOutcome {
+        JobOutcome(job: job, kind: .requeue, text: "", milliseconds: 0)
+    }
+}
+
+extension JobQueue {
+    private var deadArguments: [String] {
+        [String(options.deadSetMaxAge.milliseconds), String(options.deadSetCap), String(options.deadSetMaxAge.milliseconds)]
+    }
+
+    /// Creates the consumer group of each queue (from the stream's start, so nothing enqueued earlier is missed).
+    public func prepare(queues: [String]) async throws {
+        for queue in queues {
+            do {
+                try await redis.send(["XGROUP", "CREATE", keys(queue).stream, QueueKeys.group, "0", "MKSTREAM"])
+            } catch let error as RedisError where error.message.hasPrefix("BUSYGROUP") {
+                continue
+            }
+        }
+    }
+
+    /// Takes up to `count` runnable jobs of `queue` without blocking, in one round-trip.
+    public func reserve(queue: String, count: Int, consumer: String) async throws -> [ReservedJob] {
+        let k = keys(queue)
+        let reply = try await redis.run(
+            Scripts.reserve, keys: [k.stream, k.dead, k.stats],
+            arguments: [k.base, QueueKeys.group, consumer, String(count)] + deadArguments)
+        return Self.decodeJobs(reply, queue: queue)
+    }
+
+    /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` on `connection`), then starts them.
+    /// All queues must live on the same Redis server.
+    public func waitForJobs(
+        queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection
+    ) async throws -> [ReservedJob] {
+        let streams = queues.map { keys($0).stream }
+        let reply = try await connection.send(
+            ["XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", String(count), "BLOCK", String(timeout.milliseconds), "STREAMS"]
+                + streams + Array(repeating: ">", count: streams.count),
+            blockFor: timeout)
+        var jobs: [ReservedJob] = []
+        for streamReply in reply.array ?? [] {
+            guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
+                let queue = queues.first(where: { keys($0).stream == name })
+            else { continue }
+            var pairs: [String] = []
+            for entry in parts[1].array ?? [] {
+                guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].array, fields.count >= 2,
+                    let id = fields[1].string
+                else { continue }
+                pairs.append(entryID)
+                pairs.append(id)
+            }
+            guard !pairs.isEmpty else { continue }
+            let k = keys(queue)
+            let started = try await redis.run(
+                Scripts.start, keys: [k.stream, k.dead, k.stats],
+                arguments: [k.base, QueueKeys.group, consumer] + deadArguments + pairs)
+            jobs += Self.decodeJobs(started, queue: queue)
+        }
+        return jobs
+    }
+
+    private static func decodeJobs(_ reply: RedisValue, queue: String) -> [ReservedJob] {
+        guard let flat = reply.array else { return [] }
+        var jobs: [ReservedJob] = []
+        jobs.reserveCapacity(flat.count / 8)
+        var i = 0
+        while i + 7 < flat.count {
+            let fire = flat[i + 6].string.flatMap(Double.init)
+            jobs.append(
+                ReservedJob(
+                    id: JobID(trusted: flat[i].string ?? ""), queue: queue, entry: flat[i + 1].string ?? "",
+                    kind: flat[i + 2].string ?? "", payload: flat[i + 3].string ?? "", attempt: flat[i + 4].int ?? 1,
+                    maxAttempts: flat[i + 5].int ?? 1, scheduledFor: fire.map { Date(timeIntervalSince1970: $0 / 1000) },
+                    enqueuedAt: Date(timeIntervalSince1970: (flat[i + 7].string.flatMap(Double.init) ?? 0) / 1000)))
+            i += 8
+        }
+        return jobs
+    }
+
+    /// Records outcomes: one script call per queue for the whole batch.
+    public func record(_ outcomes: [JobOutcome]) async throws {
+        for (queue, batch) in Dictionary(grouping: outcomes, by: \.job.queue) {
+            let k = keys(queue)
+            var arguments = [k.base, QueueKeys.group, String(options.deadSetCap), String(options.deadSetMaxAge.milliseconds)]
+            arguments.reserveCapacity(4 + batch.count * 5)
+            for outcome in batch {
+                arguments += [outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds)]
+            }
+            try await redis.run(Scripts.finish, keys: [k.stream, k.retry, k.dead, k.stats], arguments: arguments)
+        }
+    }
+
+    /// Renews the leases of jobs still running here (resets their idle time in the stream's pending list).
+    /// Returns the entries this consumer no longer holds (its lease ran out and another worker got the job).
+    public func heartbeat(_ jobs: [ReservedJob], consumer: String) async throws -> Set<String> {
+        var lost = Set<String>()
+        for (queue, batch) in Dictionary(grouping: jobs, by: \.queue) {
+            let entries = batch.map(\.entry)
+            let reply = try await redis.send(
+                ["XCLAIM", keys(queue).stream, QueueKeys.group, consumer, "0"] + entries + ["JUSTID"])
+            let kept = Set((reply.array ?? []).compactMap(\.string))
+            lost.formUnion(entries.filter { !kept.contains($0) })
+        }
+        return lost
+    }
+
+    /// Moves due delayed jobs and retries onto their streams. Returns how many moved and how long until the next is due.
+    public func promoteDueJobs(queue: String, limit: Int = 1000) async throws -> (moved: Int, nextDue: Duration?) {
+        let k = keys(queue)
+        let reply = try await redis.run(Scripts.promote, keys: [k.stream, k.scheduled, k.retry], arguments: [String(limit)])
+        let parts = reply.array ?? []
+        let next = parts.count > 1 ? parts[1].int ?? -1 : -1
+        return (parts.first?.int ?? 0, next < 0 ? nil : .milliseconds(next))
+    }
+
+    /// Hands back jobs whose lease ran out. Returns their ids.
+    public func reclaimExpiredLeases(queue: String, limit: Int = 500) async throws -> [JobID] {
+        let k = keys(queue)
+        let minimum = catalog.kinds.values.filter { $0.queue == queue }.map(\.visibilityTimeout).min() ?? .seconds(30)
+        let reply = try await redis.run(
+            Scripts.reclaim, keys: [k.stream], arguments: [k.base, QueueKeys.group, String(minimum.milliseconds), String(limit)])
+        return (reply.array ?? []).compactMap { $0.string.map(JobID.init(trusted:)) }
+    }
+}

@@ -1,0 +1,312 @@
+import Redis
+
+/// Every Lua script of the queue engine, in one place. Each runs atomically on the Redis node that holds the
+/// queue (all of a queue's keys share the `{queue}` hash tag). Times come from the server's clock (`TIME`),
+/// so leases and schedules do not depend on the workers' clocks agreeing.
+///
+/// Key layout for queue `q` under prefix `p` (`base` = `p:{q}:`):
+/// `base..stream` (stream of job ids, consumer group `workers`), `base..job:<id>` (hash: the job's record),
+/// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
+/// `base..dead` (zset by death time, capped), `base..stats` (hash of monotonic totals),
+/// `base..unique:<key>` (string: the job id holding the key), `base..cron` (hash: schedule → last fire time),
+/// channel `base..events` (`<id> <status>` when a job succeeds, fails or will be retried).
+enum Scripts {
+    static let prelude = """
+        local function nowMs()
+          local t = redis.call('TIME')
+          return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        end
+        local function pushHistory(key, attempt, at, message)
+          local raw = redis.call('HGET', key, 'errors')
+          local list = {}
+          if raw then list = cjson.decode(raw) end
+          table.insert(list, {attempt = attempt, at = at, error = message})
+          while #list > 10 do table.remove(list, 1) end
+          redis.call('HSET', key, 'errors', cjson.encode(list))
+        end
+        -- Moves a job to the dead set with its last error. The dead set is capped by count and age:
+        -- the oldest entries go first, with their records, so it never grows without bound.
+        local function bury(prefix, deadKey, statsKey, id, now, message, retention, cap, maxAge)
+          local key = prefix .. 'job:' .. id
+          local attempts = tonumber(redis.call('HGET', key, 'attempts') or '0')
+          redis.call('HSET', key, 'status', 'failed', 'fin', now, 'err', message)
+          pushHistory(key, attempts, now, message)
+          if retention > 0 then redis.call('PEXPIRE', key, retention) end
+          redis.call('ZADD', deadKey, now, id)
+          redis.call('HINCRBY', statsKey, 'failed', 1)
+          local old = redis.call('ZRANGEBYSCORE', deadKey, '-inf', now - maxAge, 'LIMIT', 0, 100)
+          local excess = redis.call('ZCARD', deadKey) - cap
+          if excess > 0 then
+            for _, oid in ipairs(redis.call('ZRANGE', deadKey, 0, excess - 1)) do table.insert(old, oid) end
+          end
+          for _, oid in ipairs(old) do
+            redis.call('DEL', prefix .. 'job:' .. oid)
+            redis.call('ZREM', deadKey, oid)
+          end
+          redis.call('PUBLISH', prefix .. 'events', id .. ' failed')
+        end
+        -- Marks delivered entries as running and returns what the worker needs to run them.
+        -- A job delivered more times than it has attempts (its workers died mid-job) is buried instead:
+        -- a message that crashes workers never loops.
+        local function start(stream, deadKey, statsKey, prefix, group, consumer, entries, deadRetention, deadCap, maxAge)
+          local now = nowMs()
+          local out = {}
+          for _, e in ipairs(entries) do
+            local entry, id = e[1], e[2]
+            local key = prefix .. 'job:' .. id
+            local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq')
+            if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
+              redis.call('XACK', stream, group, entry)
+              redis.call('XDEL', stream, entry)
+            else
+              local attempts = redis.call('HINCRBY', key, 'attempts', 1)
+              local max = tonumber(f[3])
+              if attempts > max then
+                redis.call('XACK', stream, group, entry)
+                redis.call('XDEL', stream, entry)
+                bury(prefix, deadKey, statsKey, id, now,
+                  'delivered ' .. (attempts - 1) .. ' times without finishing (its workers stopped mid-job)',
+                  deadRetention, deadCap, maxAge)
+              else
+                redis.call('HSET', key, 'status', 'running', 'start', now, 'worker', consumer, 'entry', entry)
+                table.insert(out, id)
+                table.insert(out, entry)
+                table.insert(out, f[1])
+                table.insert(out, f[2])
+                table.insert(out, attempts)
+                table.insert(out, max)
+                table.insert(out, f[5] or '')
+                table.insert(out, f[6] or '')
+              end
+            end
+          end
+          return out
+        end
+
+        """
+
+    /// KEYS: stream, scheduled, cron. ARGV: prefix, count, then per job:
+    /// id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode.
+    /// Returns per job: the id, `dup:<id of the holder>` for a taken unique key, or `skip` for a cron fire already done.
+    static let enqueue = RedisScript(
+        name: "enqueue",
+        source: prelude + """
+            local stream, scheduled, cron = KEYS[1], KEYS[2], KEYS[3]
+            local prefix, n = ARGV[1], tonumber(ARGV[2])
+            local now = nowMs()
+            local out = {}
+            for i = 0, n - 1 do
+              local b = 2 + i * 11
+              local id, kind, payload, max, vis = ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4], ARGV[b+5]
+              local delay, ukey, uttl = tonumber(ARGV[b+6]), ARGV[b+7], ARGV[b+8]
+              local cronName, fire, cronMode = ARGV[b+9], ARGV[b+10], ARGV[b+11]
+              local result = id
+              if cronName ~= '' then
+                -- Exactly once per fire time, however many schedulers: the last fire time only moves forward.
+                local last = redis.call('HGET', cron, cronName)
+                if last and tonumber(last) >= tonumber(fire) then
+                  result = 'skip'
+                elseif not last and cronMode == 'catch-up' then
+                  -- First run ever: record the baseline; there is nothing to catch up.
+                  redis.call('HSET', cron, cronName, fire)
+                  result = 'skip'
+                else
+                  redis.call('HSET', cron, cronName, fire)
+                end
+              end
+              if result == id and ukey ~= '' then
+                local holder = prefix .. 'unique:' .. ukey
+                if not redis.call('SET', holder, id, 'NX', 'PX', uttl) then
+                  result = 'dup:' .. (redis.call('GET', holder) or '')
+                end
+              end
+              if result == id then
+                local key = prefix .. 'job:' .. id
+                redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', 'queued', 'attempts', 0,
+                  'max', max, 'vis', vis, 'enq', now)
+                if ukey ~= '' then redis.call('HSET', key, 'unique', ukey) end
+                if cronName ~= '' then redis.call('HSET', key, 'fire', fire) end
+                if delay > 0 then
+                  redis.call('HSET', key, 'runAt', now + delay)
+                  redis.call('ZADD', scheduled, now + delay, id)
+                else
+                  redis.call('XADD', stream, '*', 'id', id)
+                end
+              end
+              table.insert(out, result)
+            end
+            return out
+            """)
+
+    /// Non-blocking fetch and start in one round-trip. KEYS: stream, dead, stats.
+    /// ARGV: prefix, group, consumer, count, deadRetentionMs, deadCap, deadMaxAgeMs.
+    /// Returns 8 fields per job: id, entry, kind, payload, attempt, maxAttempts, fireMs, enqueuedMs.
+    static let reserve = RedisScript(
+        name: "reserve",
+        source: prelude + """
+            local reply = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', ARGV[4], 'STREAMS', KEYS[1], '>')
+            if not reply then return {} end
+            local entries = {}
+            for _, e in ipairs(reply[1][2]) do table.insert(entries, {e[1], e[2][2]}) end
+            return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
+              tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+            """)
+
+    /// Starts entries that a blocking `XREADGROUP` delivered. KEYS: stream, dead, stats.
+    /// ARGV: prefix, group, consumer, deadRetentionMs, deadCap, deadMaxAgeMs, then entry, id pairs.
+    static let start = RedisScript(
+        name: "start",
+        source: prelude + """
+            local entries = {}
+            for i = 7, #ARGV, 2 do table.insert(entries, {ARGV[i], ARGV[i+1]}) end
+            return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
+              tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
+            """)
+
+    /// Records a batch of outcomes in one round-trip. KEYS: stream, retry, dead, stats.
+    /// ARGV: prefix, group, deadCap, deadMaxAgeMs, then per outcome: id, entry, outcome, text, ms.
+    /// outcome `ok` (text = result JSON, ms = retention), `retry` (text = error, ms = delay),
+    /// `dead` (text = error, ms = retention), `requeue` (handed back on shutdown: not an attempt).
+    static let finish = RedisScript(
+        name: "finish",
+        source: prelude + """
+            local stream, retryKey, deadKey, statsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+            local prefix, group, cap, maxAge = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+            local now = nowMs()
+            local succeeded, retried = 0, 0
+            for i = 5, #ARGV, 5 do
+              local id, entry, outcome, text, ms = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], tonumber(ARGV[i+4])
+              local key = prefix .. 'job:' .. id
+              redis.call('XACK', stream, group, entry)
+              redis.call('XDEL', stream, entry)
+              local f = redis.call('HMGET', key, 'status', 'attempts', 'entry')
+              -- Only the delivery that holds the job may change it: a late answer from a worker whose lease
+              -- expired (the job was handed to another) must not overwrite the newer state.
+              if f[1] == 'running' and f[3] == entry then
+                if outcome == 'ok' then
+                  succeeded = succeeded + 1
+                  if ms > 0 then
+                    redis.call('HSET', key, 'status', 'succeeded', 'fin', now, 'result', text)
+                    redis.call('PEXPIRE', key, ms)
+                  else
+                    redis.call('DEL', key)
+                  end
+                  redis.call('PUBLISH', prefix .. 'events', id .. ' succeeded')
+                elseif outcome == 'retry' then
+                  retried = retried + 1
+                  redis.call('HSET', key, 'status', 'retrying', 'err', text, 'runAt', now + ms)
+                  pushHistory(key, tonumber(f[2]), now, text)
+                  redis.call('ZADD', retryKey, now + ms, id)
+                  redis.call('PUBLISH', prefix .. 'events', id .. ' retrying')
+                elseif outcome == 'dead' then
+                  bury(prefix, deadKey, statsKey, id, now, text, ms, cap, maxAge)
+                elseif outcome == 'requeue' then
+                  local status = 'queued'
+                  if tonumber(f[2]) > 1 then status = 'retrying' end
+                  redis.call('HINCRBY', key, 'attempts', -1)
+                  redis.call('HSET', key, 'status', status)
+                  redis.call('XADD', stream, '*', 'id', id)
+                end
+              end
+            end
+            if succeeded > 0 then redis.call('HINCRBY', statsKey, 'succeeded', succeeded) end
+            if retried > 0 then redis.call('HINCRBY', statsKey, 'retried', retried) end
+            return succeeded
+            """)
+
+    /// Moves due delayed jobs and retries onto the stream. KEYS: stream, scheduled, retry. ARGV: limit.
+    /// Returns {moved, ms until the next due job or -1}.
+    static let promote = RedisScript(
+        name: "promote",
+        source: prelude + """
+            local now = nowMs()
+            local moved = 0
+            local nextDue = -1
+            for k = 2, 3 do
+              local due = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+              for _, id in ipairs(due) do
+                redis.call('XADD', KEYS[1], '*', 'id', id)
+                moved = moved + 1
+              end
+              if #due > 0 then redis.call('ZREM', KEYS[k], unpack(due)) end
+              local first = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
+              if first[2] then
+                local wait = math.max(0, tonumber(first[2]) - now)
+                if nextDue < 0 or wait < nextDue then nextDue = wait end
+              end
+            end
+            return {moved, nextDue}
+            """)
+
+    /// Hands back jobs whose lease ran out (their worker died or hung): the entry idle longer than the job's
+    /// visibility timeout. A live worker's heartbeat (`XCLAIM … JUSTID`) resets the idle time, so it keeps its jobs.
+    /// KEYS: stream. ARGV: prefix, group, minIdleMs, limit. Returns the ids handed back.
+    static let reclaim = RedisScript(
+        name: "reclaim",
+        source: prelude + """
+            local stream, prefix, group = KEYS[1], ARGV[1], ARGV[2]
+            local now = nowMs()
+            local out = {}
+            local pending = redis.call('XPENDING', stream, group, 'IDLE', tonumber(ARGV[3]), '-', '+', tonumber(ARGV[4]))
+            for _, p in ipairs(pending) do
+              local entry, consumer, idle = p[1], p[2], tonumber(p[3])
+              local e = redis.call('XRANGE', stream, entry, entry)
+              if #e == 0 then
+                redis.call('XACK', stream, group, entry)
+              else
+                local id = e[1][2][2]
+                local key = prefix .. 'job:' .. id
+                local f = redis.call('HMGET', key, 'vis', 'status', 'attempts', 'entry')
+                if not f[2] then
+                  redis.call('XACK', stream, group, entry)
+                  redis.call('XDEL', stream, entry)
+                elseif idle >= tonumber(f[1] or '30000') then
+                  redis.call('XACK', stream, group, entry)
+                  redis.call('XDEL', stream, entry)
+                  if f[2] == 'running' and f[4] == entry then
+                    redis.call('HSET', key, 'status', 'retrying')
+                    pushHistory(key, tonumber(f[3]), now, 'lease expired: worker ' .. consumer .. ' stopped renewing it')
+                  end
+                  if f[2] ~= 'succeeded' and f[2] ~= 'failed' then
+                    redis.call('XADD', stream, '*', 'id', id)
+                    table.insert(out, id)
+                  end
+                end
+              end
+            end
+            return out
+            """)
+
+    /// Runs a waiting job now: a dead one (with a fresh set of attempts), a retry or a delayed job.
+    /// KEYS: stream, scheduled, retry, dead. ARGV: prefix, id. Returns where it was, or nil.
+    static let retryNow = RedisScript(
+        name: "retry-now",
+        source: prelude + """
+            local prefix, id = ARGV[1], ARGV[2]
+            local key = prefix .. 'job:' .. id
+            if redis.call('EXISTS', key) == 0 then return nil end
+            local names = {'scheduled', 'retry', 'dead'}
+            for k = 2, 4 do
+              if redis.call('ZREM', KEYS[k], id) == 1 then
+                if k == 4 then
+                  redis.call('PERSIST', key)
+                  redis.call('HSET', key, 'attempts', 0, 'status', 'queued')
+                  redis.call('HDEL', key, 'fin')
+                end
+                redis.call('HDEL', key, 'runAt')
+                redis.call('XADD', KEYS[1], '*', 'id', id)
+                return names[k - 1]
+              end
+            end
+            return nil
+            """)
+
+    /// Deletes a dead job. KEYS: dead. ARGV: prefix, id. Returns 1 when it was there.
+    static let discard = RedisScript(
+        name: "discard",
+        source: """
+            if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then return 0 end
+            redis.call('DEL', ARGV[1] .. 'job:' .. ARGV[2])
+            return 1
+            """)
+}

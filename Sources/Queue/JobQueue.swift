@@ -1,0 +1,271 @@
+import Foundation
+import Logging
+import Redis
+
+/// Options of the queue engine as a whole.
+public struct QueueOptions: Sendable {
+    /// Key prefix; every key is `prefix:{queue}:…`.
+    public var prefix: String
+    /// Dead jobs kept per queue; the oldest are dropped past it.
+    public var deadSetCap: Int
+    /// Dead jobs older than this are dropped.
+    public var deadSetMaxAge: Duration
+
+    public init(prefix: String = "carbscan", deadSetCap: Int = 10_000, deadSetMaxAge: Duration = .seconds(30 * 86_400)) {
+        self.prefix = prefix
+        self.deadSetCap = deadSetCap
+        self.deadSetMaxAge = deadSetMaxAge
+    }
+}
+
+/// How to enqueue one job.
+public struct EnqueueOptions: Sendable {
+    /// Wait this long in Redis before the job becomes runnable.
+    public var delay: Duration?
+    /// Overrides the kind's uniqueness key: a second job with the same key is not enqueued while the key lives.
+    public var uniqueKey: String?
+    /// How long `uniqueKey` holds (default: the kind's uniqueness TTL, else 24 h).
+    public var uniqueTTL: Duration?
+    /// Set by the scheduler: this enqueue is the fire of `cron` at `fireTime`, done at most once.
+    var cron: CronFire?
+
+    public init(delay: Duration? = nil, uniqueKey: String? = nil, uniqueTTL: Duration? = nil) {
+        self.delay = delay
+        self.uniqueKey = uniqueKey
+        self.uniqueTTL = uniqueTTL
+    }
+
+    struct CronFire: Sendable {
+        var name: String
+        var fireTime: Date
+        var catchUp: Bool
+    }
+}
+
+/// What happened to an enqueue.
+public enum EnqueueResult: Sendable, Equatable {
+    case enqueued(JobID)
+    /// The uniqueness key is held by this job: nothing was enqueued.
+    case duplicate(of: JobID?)
+    /// A cron fire that another scheduler (or an earlier run) already did.
+    case alreadyFired
+
+    public var id: JobID? {
+        if case .enqueued(let id) = self { return id }
+        return nil
+    }
+}
+
+/// Refusals at enqueue and for operator commands: bad input, never a server fault.
+public struct QueueError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Code: String, Sendable { case unknownKind, invalidPayload, notFound, notRetryable }
+    public let code: Code
+    public let message: String
+    public var description: String { message }
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// The queue engine: Redis-backed, at-least-once. Knows job kinds only through the catalog (`jobs/*.yml`).
+public final class JobQueue: Sendable {
+    public let redis: RedisClient
+    public let catalog: JobCatalog
+    public let options: QueueOptions
+
+    public init(redis: RedisClient, catalog: JobCatalog, options: QueueOptions = .init()) {
+        self.redis = redis
+        self.catalog = catalog
+        self.options = options
+    }
+
+    public func keys(_ queue: String) -> QueueKeys { QueueKeys(prefix: options.prefix, queue: queue) }
+
+    func spec(_ kind: String) throws(QueueError) -> JobKindSpec {
+        guard let spec = catalog[kind] else {
+            let known = catalog.kinds.keys.sorted().joined(separator: ", ")
+            throw QueueError(.unknownKind, "unknown job kind '\(kind)' (known: \(known))")
+        }
+        return spec
+    }
+
+    // MARK: Enqueue
+
+    /// Enqueues one job after checking its kind and payload. Returns its id, or why nothing was enqueued.
+    public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
+        try await enqueue([(kind, payload, options)])[0]
+    }
+
+    /// Enqueues many jobs, one script call per queue and per thousand jobs. Every payload is checked before
+    /// anything is written: one bad job refuses the whole batch.
+    public func enqueue(_ jobs: [(kind: String, payload: JSONValue, options: EnqueueOptions)]) async throws -> [EnqueueResult] {
+        var prepared: [(queue: String, index: Int, arguments: [String])] = []
+        prepared.reserveCapacity(jobs.count)
+        for (index, job) in jobs.enumerated() {
+            let spec = try spec(job.kind)
+            let violations = spec.payloadSchema.validate(job.payload)
+            if !violations.isEmpty {
+                let list = violations.map(\.description).joined(separator: "; ")
+                throw QueueError(.invalidPayload, "payload of '\(job.kind)' does not match jobs/\(job.kind).yml: \(list)")
+            }
+            var uniqueKey = job.options.uniqueKey
+            var uniqueTTL = job.options.uniqueTTL
+            if uniqueKey == nil, let uniqueness = spec.uniqueness {
+                uniqueKey = uniqueness.key(for: job.payload)
+                uniqueTTL = uniqueTTL ?? uniqueness.ttl
+            }
+            let cron = job.options.cron
+            prepared.append((spec.queue, index, [
+                JobID.random().rawValue, spec.name, job.payload.jsonString, String(spec.maxAttempts),
+                String(spec.visibilityTimeout.milliseconds), String(max(0, job.options.delay?.milliseconds ?? 0)),
+                uniqueKey ?? "", String((uniqueTTL ?? .seconds(86_400)).milliseconds),
+                cron?.name ?? "", cron.map { String(Int64($0.fireTime.timeIntervalSince1970 * 1000)) } ?? "0",
+                cron?.catchUp == true ? "catch-up" : "on-time",
+            ]))
+        }
+        var results = [EnqueueResult](repeating: .alreadyFired, count: jobs.count)
+        for (queue, group) in Dictionary(grouping: prepared, by: \.queue) {
+            let keys = keys(queue)
+            var start = 0
+            while start < group.count {
+                let chunk = group[start..<min(start + 1000, group.count)]
+                start += chunk.count
+                var arguments = [keys.base, String(chunk.count)]
+                arguments.reserveCapacity(2 + chunk.count * 11)
+                for job in chunk { arguments.append(contentsOf: job.arguments) }
+                let reply = try await redis.run(Scripts.enqueue, keys: [keys.stream, keys.scheduled, keys.cron], arguments: arguments)
+                let answers = reply.array ?? []
+                for (job, answer) in zip(chunk, answers) {
+                    let text = answer.string ?? ""
+                    if text == "skip" {
+                        results[job.index] = .alreadyFired
+                    } else if text.hasPrefix("dup:") {
+                        results[job.index] = .duplicate(of: JobID(rawValue: String(text.dropFirst(4))))
+                    } else {
+                        results[job.index] = .enqueued(JobID(trusted: text))
+                    }
+                }
+            }
+        }
+        return results
+    }
+
+    // MARK: Operator views
+
+    /// The job's record, looked up in every queue of the catalog.
+    public func record(_ id: JobID) async throws -> JobRecord? {
+        let queues = catalog.queues
+        let replies = try await redis.pipeline(queues.flatMap { queue in
+            [["HGETALL", keys(queue).job(id)], ["ZSCORE", keys(queue).dead, id.rawValue]]
+        })
+        for (index, queue) in queues.enumerated() {
+            guard let flat = replies[index * 2].array, !flat.isEmpty else { continue }
+            var fields: [String: String] = [:]
+            var i = 0
+            while i + 1 < flat.count {
+                fields[flat[i].string ?? ""] = flat[i + 1].string
+                i += 2
+            }
+            return JobRecord(id: id, queue: queue, fields: fields, inDeadSet: !replies[index * 2 + 1].isNull)
+        }
+        return nil
+    }
+
+    /// Per-queue counts: what waits, runs, is delayed, retries, died, and monotonic totals.
+    public struct QueueStats: Sendable, Codable, Equatable {
+        public var queue: String
+        public var queued: Int
+        public var running: Int
+        public var scheduled: Int
+        public var retrying: Int
+        public var dead: Int
+        public var succeededTotal: Int
+        public var failedTotal: Int
+        public var retriedTotal: Int
+    }
+
+    public func stats() async throws -> [QueueStats] {
+        let queues = catalog.queues
+        let replies = try await redis.pipeline(queues.flatMap { queue -> [[String]] in
+            let k = keys(queue)
+            return [
+                ["XLEN", k.stream], ["XPENDING", k.stream, QueueKeys.group], ["ZCARD", k.scheduled], ["ZCARD", k.retry],
+                ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"],
+            ]
+        })
+        return queues.enumerated().map { index, queue in
+            let r = Array(replies[index * 6..<index * 6 + 6])
+            let length = r[0].int ?? 0
+            // XPENDING fails with NOGROUP before any worker created the group: nothing is running then.
+            let running = r[1].array?.first?.int ?? 0
+            let totals = r[5].array ?? []
+            return QueueStats(
+                queue: queue, queued: max(0, length - running), running: running, scheduled: r[2].int ?? 0,
+                retrying: r[3].int ?? 0, dead: r[4].int ?? 0, succeededTotal: totals.first?.int ?? 0,
+                failedTotal: totals.dropFirst().first?.int ?? 0, retriedTotal: totals.dropFirst(2).first?.int ?? 0)
+        }
+    }
+
+    /// Runs a waiting job now: from the dead set (with its attempts reset), the retry set or the delayed set.
+    @discardableResult
+    public func retryNow(_ id: JobID) async throws -> String {
+        guard let record = try await record(id) else { throw QueueError(.notFound, "no job \(id)") }
+        let k = keys(record.queue)
+        let reply = try await redis.run(
+            Scripts.retryNow, keys: [k.stream, k.scheduled, k.retry, k.dead], arguments: [k.base, id.rawValue])
+        guard let from = reply.string else {
+            throw QueueError(.notRetryable, "job \(id) is \(record.status.rawValue), not dead, retrying or delayed")
+        }
+        return from
+    }
+
+    /// The dead set of every queue, newest first.
+    public func deadJobs(limit: Int = 100) async throws -> [JobRecord] {
+        var records: [JobRecord] = []
+        for queue in catalog.queues {
+            let ids = try await redis.send(["ZREVRANGE", keys(queue).dead, "0", String(limit - 1)]).array ?? []
+            for value in ids {
+                if let id = value.string.flatMap(JobID.init(rawValue:)), let record = try await record(id) {
+                    records.append(record)
+                }
+            }
+        }
+        return records.sorted { ($0.finishedAt ?? .distantPast) > ($1.finishedAt ?? .distantPast) }.prefix(limit).map { $0 }
+    }
+
+    /// Retries every dead job; returns how many.
+    public func retryAllDead() async throws -> Int {
+        var count = 0
+        for queue in catalog.queues {
+            let k = keys(queue)
+            while true {
+                let ids = try await redis.send(["ZRANGE", k.dead, "0", "499"]).array?.compactMap(\.string) ?? []
+                if ids.isEmpty { break }
+                for id in ids {
+                    let reply = try await redis.run(Scripts.retryNow, keys: [k.stream, k.scheduled, k.retry, k.dead], arguments: [k.base, id])
+                    if reply.isNull { _ = try await redis.send(["ZREM", k.dead, id]) } else { count += 1 }
+                }
+            }
+        }
+        return count
+    }
+
+    /// Deletes a dead job for good.
+    public func discardDead(_ id: JobID) async throws {
+        for queue in catalog.queues {
+            let k = keys(queue)
+            if try await redis.run(Scripts.discard, keys: [k.dead], arguments: [k.base, id.rawValue]).int == 1 { return }
+        }
+        throw QueueError(.notFound, "job \(id) is not in the dead set")
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds (rounded down).
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

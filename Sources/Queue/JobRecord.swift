@@ -1,0 +1,75 @@
+import Foundation
+
+/// Where a job stands, as clients and operators see it.
+public enum JobStatus: String, Sendable, Codable, CaseIterable {
+    case queued, running, retrying, succeeded, failed
+}
+
+/// One failed attempt, kept with the job (the last ten).
+public struct AttemptError: Sendable, Codable, Equatable {
+    public var attempt: Int
+    public var at: Date
+    public var error: String
+}
+
+/// A job's record as stored in Redis: what `jobs show` and `GET /jobs/{id}` report.
+public struct JobRecord: Sendable, Codable, Equatable {
+    public var id: JobID
+    public var queue: String
+    public var kind: String
+    public var status: JobStatus
+    public var attempts: Int
+    public var maxAttempts: Int
+    public var payload: String
+    public var result: String?
+    public var error: String?
+    public var errors: [AttemptError]
+    public var enqueuedAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    /// When a delayed job or a retry is due.
+    public var runAt: Date?
+    /// The cron fire time that enqueued it.
+    public var scheduledFor: Date?
+    public var uniqueKey: String?
+    /// The worker (consumer) that last started it.
+    public var worker: String?
+    /// Whether it sits in the dead set (it can be retried by hand).
+    public var inDeadSet: Bool
+
+    init?(id: JobID, queue: String, fields: [String: String], inDeadSet: Bool) {
+        guard let kind = fields["kind"], let statusText = fields["status"], let status = JobStatus(rawValue: statusText)
+        else { return nil }
+        func date(_ key: String) -> Date? {
+            fields[key].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) }
+        }
+        self.id = id
+        self.queue = queue
+        self.kind = kind
+        self.status = status
+        self.attempts = fields["attempts"].flatMap(Int.init) ?? 0
+        self.maxAttempts = fields["max"].flatMap(Int.init) ?? 0
+        self.payload = fields["payload"] ?? "{}"
+        self.result = fields["result"]
+        self.error = fields["err"]
+        self.errors = Self.decodeHistory(fields["errors"])
+        self.enqueuedAt = date("enq") ?? Date(timeIntervalSince1970: 0)
+        self.startedAt = date("start")
+        self.finishedAt = date("fin")
+        self.runAt = status == .queued || status == .retrying ? date("runAt") : nil
+        self.scheduledFor = date("fire")
+        self.uniqueKey = fields["unique"]
+        self.worker = fields["worker"]
+        self.inDeadSet = inDeadSet
+    }
+
+    private static func decodeHistory(_ text: String?) -> [AttemptError] {
+        struct Raw: Decodable {
+            var attempt: Int
+            var at: Double
+            var error: String
+        }
+        guard let data = text?.data(using: .utf8), let raw = try? JSONDecoder().decode([Raw].self, from: data) else { return [] }
+        return raw.map { AttemptError(attempt: $0.attempt, at: Date(timeIntervalSince1970: $0.at / 1000), error: $0.error) }
+    }
+}

@@ -1,0 +1,25 @@
+/// The Redis keys of one queue. All share the `{queue}` hash tag, so a queue lives on one Redis Cluster node
+/// and every script touching it is single-slot.
+public struct QueueKeys: Sendable, Hashable {
+    public let queue: String
+    /// `prefix:{queue}:`
+    public let base: String
+
+    public init(prefix: String, queue: String) {
+        self.queue = queue
+        self.base = "\(prefix):{\(queue)}:"
+    }
+
+    public var stream: String { base + "stream" }
+    public var scheduled: String { base + "scheduled" }
+    public var retry: String { base + "retry" }
+    public var dead: String { base + "dead" }
+    public var stats: String { base + "stats" }
+    public var cron: String { base + "cron" }
+    /// Pub/sub channel: `<job id> <status>` when a job succeeds, fails or will be retried.
+    public var events: String { base + "events" }
+    public func job(_ id: JobID) -> String { base + "job:" + id.rawValue }
+
+    /// The consumer group every worker of the queue reads through.
+    public static let group = "workers"
+}

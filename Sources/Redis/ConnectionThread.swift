@@ -1,0 +1,150 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// An OS thread that owns one `RedisConnection` and runs every call on it, so blocking hiredis calls never touch
+/// Swift's cooperative pool. Requests queued while a batch is in flight go out together as one pipeline
+/// (automatic pipelining: many concurrent single commands cost one round-trip).
+final class ConnectionThread: Sendable {
+    struct Request: Sendable {
+        var commands: [[String]]
+        /// Extra read time for a blocking command (`BLOCK`/`BLPOP`), added to the configured read timeout.
+        var blockFor: Duration?
+        var continuation: CheckedContinuation<[RedisValue], any Error>
+    }
+
+    private struct State {
+        var queue: [Request] = []
+        var closed = false
+        var clientID = 0
+    }
+
+    private let state = Mutex(State())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let configuration: RedisConfiguration
+    private let logger: Logger
+    private let name: String
+
+    init(name: String, configuration: RedisConfiguration, logger: Logger) {
+        self.name = name
+        self.configuration = configuration
+        self.logger = logger
+        let thread = Thread { [self] in self.loop() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// The server-side id of the current connection (0 before the first connect).
+    var clientID: Int { state.withLock { $0.clientID } }
+
+    func submit(_ commands: [[String]], blockFor: Duration? = nil) async throws -> [RedisValue] {
+        try await withCheckedThrowingContinuation { continuation in
+            let accepted = state.withLock { state -> Bool in
+                if state.closed { return false }
+                state.queue.append(Request(commands: commands, blockFor: blockFor, continuation: continuation))
+                return true
+            }
+            if accepted {
+                wakeup.signal()
+            } else {
+                continuation.resume(throwing: RedisError(.closed, "the Redis client was shut down"))
+            }
+        }
+    }
+
+    /// Stops the thread after the queued requests are answered.
+    func close() {
+        state.withLock { $0.closed = true }
+        wakeup.signal()
+    }
+
+    private func loop() {
+        let connection = RedisConnection(configuration: configuration)
+        var failures = 0
+        var nextAttempt = ContinuousClock.now
+        var lastError: RedisError?
+        while true {
+            wakeup.wait()
+            let (batch, closed) = state.withLock { state -> ([Request], Bool) in
+                let batch = state.queue
+                state.queue.removeAll(keepingCapacity: true)
+                return (batch, state.closed)
+            }
+            if batch.isEmpty {
+                if closed { break }
+                continue
+            }
+            if !connection.isConnected {
+                // Reconnect with capped exponential backoff; within the backoff window, fail fast with the last error.
+                if ContinuousClock.now < nextAttempt, let lastError {
+                    for request in batch { request.continuation.resume(throwing: lastError) }
+                    continue
+                }
+                do {
+                    try connection.connect()
+                    if failures > 0 {
+                        logger.info("redis reconnected", metadata: ["redis": "\(configuration.displayAddress)", "attempts": "\(failures)"])
+                    }
+                    failures = 0
+                    lastError = nil
+                    let id = connection.clientID
+                    state.withLock { $0.clientID = id }
+                } catch {
+                    failures += 1
+                    let delay = min(configuration.reconnectBase * (1 << min(failures - 1, 16)), configuration.reconnectMax)
+                    nextAttempt = ContinuousClock.now + delay
+                    lastError = error
+                    logger.warning(
+                        "redis unreachable",
+                        metadata: ["redis": "\(configuration.displayAddress)", "error": "\(error.message)", "retryIn": "\(delay)"])
+                    for request in batch { request.continuation.resume(throwing: error) }
+                    continue
+                }
+            }
+            run(batch, on: connection)
+        }
+        connection.close()
+    }
+
+    private func run(_ batch: [Request], on connection: RedisConnection) {
+        // Blocking commands go alone (they hold the connection for their whole block time).
+        if batch.contains(where: { $0.blockFor != nil }) {
+            for request in batch {
+                if !connection.isConnected {
+                    resume([request], with: .failure(RedisError(.connection, "connection lost")))
+                    continue
+                }
+                connection.setReadTimeout(configuration.readTimeout + (request.blockFor ?? .zero))
+                resume([request], with: Result { () throws(RedisError) in
+                    // No command: read the next pushed reply (a pub/sub message).
+                    request.commands.isEmpty ? [try connection.readReply()] : try connection.pipeline(request.commands)
+                }.map { [$0] })
+                connection.setReadTimeout(configuration.readTimeout)
+            }
+            return
+        }
+        var commands: [[String]] = []
+        commands.reserveCapacity(batch.count)
+        for request in batch { commands.append(contentsOf: request.commands) }
+        resume(batch, with: Result { () throws(RedisError) in try connection.pipeline(commands) }.map { replies in
+            var groups: [[RedisValue]] = []
+            groups.reserveCapacity(batch.count)
+            var index = 0
+            for request in batch {
+                groups.append(Array(replies[index..<index + request.commands.count]))
+                index += request.commands.count
+            }
+            return groups
+        })
+    }
+
+    private func resume(_ batch: [Request], with result: Result<[[RedisValue]], RedisError>) {
+        switch result {
+        case .success(let groups):
+            for (request, replies) in zip(batch, groups) { request.continuation.resume(returning: replies) }
+        case .failure(let error):
+            for request in batch { request.continuation.resume(throwing: error) }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Logging
+import Synchronization
+
+/// A pool of Redis connections, each owned by its own thread. Safe to share across tasks.
+///
+/// Concurrent calls are pipelined automatically per connection. Blocking commands (`XREADGROUP … BLOCK`,
+/// `BLPOP`) must use a ``BlockingConnection`` so they never hold up the pool.
+public final class RedisClient: Sendable {
+    public let configuration: RedisConfiguration
+    private let threads: [ConnectionThread]
+    private let next = Atomic<Int>(0)
+    private let scriptSHAs = Mutex<[String: String]>([:])
+    private let logger: Logger
+
+    public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "redis")) {
+        self.configuration = configuration
+        self.logger = logger
+        self.threads = (0..<max(1, configuration.poolSize)).map {
+            ConnectionThread(name: "redis-\($0)", configuration: configuration, logger: logger)
+        }
+    }
+
+    public convenience init(url: String, logger: Logger = Logger(label: "redis")) throws(RedisError) {
+        self.init(configuration: try RedisConfiguration(url: url), logger: logger)
+    }
+
+    deinit {
+        for thread in threads { thread.close() }
+    }
+
+    /// Stops the connection threads once their queued requests are answered.
+    public func close() {
+        for thread in threads { thread.close() }
+    }
+
+    private func pick() -> ConnectionThread {
+        threads[next.wrappingAdd(1, ordering: .relaxed).oldValue % threads.count]
+    }
+
+    /// Sends one command. An error reply throws `RedisError` with code `.server`.
+    @discardableResult
+    public func send(_ arguments: [String]) async throws -> RedisValue {
+        let reply = try await pick().submit([arguments])[0]
+        if case .error(let message) = reply { throw RedisError(.server, message) }
+        return reply
+    }
+
+    @discardableResult
+    public func send(_ arguments: String...) async throws -> RedisValue {
+        try await send(arguments)
+    }
+
+    /// Sends the commands in one round-trip. Error replies are returned in place as `.error`, not thrown,
+    /// so one failed command does not hide the others' results.
+    public func pipeline(_ commands: [[String]]) async throws -> [RedisValue] {
+        guard !commands.isEmpty else { return [] }
+        return try await pick().submit(commands)
+    }
+
+    /// Runs a Lua script by SHA, loading it first if this client has not yet, and again on `NOSCRIPT`.
+    @discardableResult
+    public func run(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> RedisValue {
+        let thread = pick()
+        for attempt in 0..<2 {
+            let sha = try await sha(of: script, on: thread, reload: attempt > 0)
+            let reply = try await thread.submit([["EVALSHA", sha, String(keys.count)] + keys + arguments])[0]
+            if case .error(let message) = reply {
+                if message.hasPrefix("NOSCRIPT") { continue }
+                throw RedisError(.server, "\(script.name): \(message)")
+            }
+            return reply
+        }
+        throw RedisError(.server, "\(script.name): the server keeps answering NOSCRIPT")
+    }
+
+    private func sha(of script: RedisScript, on thread: ConnectionThread, reload: Bool) async throws -> String {
+        if !reload, let sha = scriptSHAs.withLock({ $0[script.source] }) { return sha }
+        let reply = try await thread.submit([["SCRIPT", "LOAD", script.source]])[0]
+        guard let sha = reply.string, !sha.isEmpty, !(reply.isError) else {
+            throw RedisError(.server, "SCRIPT LOAD \(script.name): \(reply)")
+        }
+        scriptSHAs.withLock { $0[script.source] = sha }
+        return sha
+    }
+
+    /// A connection of its own, for blocking commands. Close it when done.
+    public func blockingConnection(name: String = "redis-blocking") -> BlockingConnection {
+        BlockingConnection(thread: ConnectionThread(name: name, configuration: configuration, logger: logger), pool: self)
+    }
+}
+
+extension RedisValue {
+    var isError: Bool {
+        if case .error = self { return true }
+        return false
+    }
+}
+
+/// A dedicated connection (and thread) for blocking commands.
+public final class BlockingConnection: Sendable {
+    private let thread: ConnectionThread
+    private let pool: RedisClient
+
+    init(thread: ConnectionThread, pool: RedisClient) {
+        self.thread = thread
+        self.pool = pool
+    }
+
+    deinit { thread.close() }
+
+    /// Sends a command that may block on the server for up to `blockFor`.
+    public func send(_ arguments: [String], blockFor: Duration) async throws -> RedisValue {
+        let reply = try await thread.submit([arguments], blockFor: blockFor)[0]
+        if case .error(let message) = reply { throw RedisError(.server, message) }
+        return reply
+    }
+
+    /// Waits up to `timeout` for the next message pushed to this connection (after `SUBSCRIBE`).
+    /// A timeout throws `.timeout` and drops the connection (and with it the subscription).
+    public func receive(timeout: Duration) async throws -> RedisValue {
+        try await thread.submit([], blockFor: timeout)[0]
+    }
+
+    /// Ends a command blocked on the server now (it returns its timeout reply), through the pool.
+    public func unblock() async {
+        let id = thread.clientID
+        guard id != 0 else { return }
+        _ = try? await pool.send(["CLIENT", "UNBLOCK", String(id)])
+    }
+
+    public func close() { thread.close() }
+}

@@ -1,0 +1,32 @@
+/// Why a Redis call failed. `code` tells callers whether retrying can help.
+public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Value: String { case connection, timeout, protocolError, server, closed, invalidURL }
+        private let value: Value
+        /// The server could not be reached, or the connection broke; the command may or may not have run.
+        public static let connection = Code(value: .connection)
+        /// No reply within the read timeout; the connection was dropped.
+        public static let timeout = Code(value: .timeout)
+        /// The reply could not be parsed.
+        public static let protocolError = Code(value: .protocolError)
+        /// Redis answered with an error reply (`ERR`, `NOSCRIPT`, `WRONGTYPE`, …).
+        public static let server = Code(value: .server)
+        /// The client was shut down.
+        public static let closed = Code(value: .closed)
+        public static let invalidURL = Code(value: .invalidURL)
+        public var description: String { value.rawValue }
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// True when retrying later may succeed (the server was away, not wrong).
+    public var isTransient: Bool { code == .connection || code == .timeout }
+
+    public var description: String { "redis \(code): \(message)" }
+}

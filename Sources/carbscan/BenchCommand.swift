@@ -1,0 +1,219 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Queue
+import Redis
+
+/// `carbscan bench queue`: the queue benchmark, with the definitions `ops/bench/sidekiq/bench.rb` uses for
+/// Sidekiq, so the two compare on one machine and one Redis.
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench", abstract: "Benchmarks.", subcommands: [QueueBench.self])
+}
+
+struct QueueBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "Enqueue, process and pickup-latency benchmark of the queue engine; prints JSON.",
+        discussion: """
+            bulk enqueue: 20,000 noop jobs from this process in batches of 1,000. single enqueue: 20,000 one by one,
+            each awaited (and, separately, with 64 in flight). process: 2 worker processes already running and idle;
+            a separate producer process bulk-enqueues 20,000 noop jobs whose handler INCRs a counter after the job;
+            jobs/s from the first counted completion to the last (polled every 5 ms). pickup: 2,000 jobs at 200/s to
+            idle workers, each carrying its enqueue time; latency measured when the job starts. CPU: utime+stime of the
+            worker processes over the process phase, per job. Uses its own key prefix; never touches other keys.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "Jobs per enqueue/process measurement.") var jobs: Int = 20_000
+    @Option(help: "Runs; figures are medians.") var runs: Int = 3
+    @Option(help: "Worker processes.") var workers: Int = 2
+    @Option(help: "Concurrency per worker process.") var concurrency: Int = 100
+    @Option(help: "Pickup-latency jobs.") var pickupJobs: Int = 2_000
+    @Option(help: "Pickup-latency send rate (jobs/s).") var pickupRate: Double = 200
+
+    func run() async throws {
+        LogSetup.bootstrap()
+        let logger = Logger(label: "carbscan.bench")
+        let catalog = try global.catalog()
+        let redis = try global.redis(logger: logger)
+        let prefix = "carbscan-bench"
+        let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
+        let enqueueQueue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix + "-enqueue"))
+        try await clear(prefix, redis)
+        try await clear(prefix + "-enqueue", redis)
+
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LOG_LEVEL"] = environment["BENCH_WORKER_LOG_LEVEL"] ?? "warning"
+        environment["CARBSCAN_PREFIX"] = prefix
+        environment["REDIS_URL"] = global.redisURL
+        environment["CARBSCAN_JOBS_DIR"] = global.jobsDir
+        var processes: [Process] = []
+        defer {
+            for p in processes where p.isRunning { p.terminate() }
+            for p in processes { p.waitUntilExit() }
+        }
+        for _ in 0..<workers {
+            let p = Process()
+            p.executableURL = executable
+            p.arguments = ["work", "--queues", "default", "--concurrency", String(concurrency)]
+            p.environment = environment
+            try p.run()
+            processes.append(p)
+        }
+        // Ready: every worker took part in a warm-up of 1,000 jobs.
+        try await waitForConsumers(workers, queue: queue)
+        _ = try await processBatch(1000, queue: queue, environment: environment, executable: executable, pids: [])
+
+        var results: [[String: Double]] = []
+        for run in 1...runs {
+            var r: [String: Double] = [:]
+            r["bulk_enqueue_per_s"] = try await bulkEnqueue(enqueueQueue)
+            r["single_enqueue_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 1)
+            r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 64)
+            try await clear(prefix + "-enqueue", redis)
+            let process = try await processBatch(
+                jobs, queue: queue, environment: environment, executable: executable, pids: processes.map(\.processIdentifier))
+            r["process_per_s"] = process.rate
+            r["worker_cpu_us_per_job"] = process.cpuMicrosPerJob
+            let latency = try await pickup(queue)
+            r["pickup_p50_ms"] = latency.p50
+            r["pickup_p99_ms"] = latency.p99
+            r["pickup_max_ms"] = latency.max
+            FileHandle.standardError.write(Data("run \(run): \(r)\n".utf8))
+            results.append(r)
+        }
+        try await clear(prefix, redis)
+        try await clear(prefix + "-enqueue", redis)
+
+        var summary: [String: Any] = [
+            "system": "carbscan (Swift, hiredis, Redis Streams)", "workers": workers, "concurrency_per_worker": concurrency,
+            "jobs": jobs, "runs": results,
+        ]
+        for key in results[0].keys { summary[key] = median(results.compactMap { $0[key] }) }
+        let data = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys, .prettyPrinted])
+        print(String(decoding: data, as: UTF8.self))
+        redis.close()
+    }
+
+    private func payload(_ fields: [String: JSONValue]) -> JSONValue { .object(fields) }
+
+    private func bulkEnqueue(_ queue: JobQueue) async throws -> Double {
+        let job = (kind: "noop", payload: payload([:]), options: EnqueueOptions())
+        let start = ContinuousClock.now
+        var sent = 0
+        while sent < jobs {
+            let n = min(1000, jobs - sent)
+            _ = try await queue.enqueue(Array(repeating: job, count: n))
+            sent += n
+        }
+        return Double(jobs) / seconds(ContinuousClock.now - start)
+    }
+
+    private func singleEnqueue(_ queue: JobQueue, inFlight: Int) async throws -> Double {
+        let start = ContinuousClock.now
+        let perTask = jobs / inFlight
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<inFlight {
+                group.addTask {
+                    for _ in 0..<perTask { _ = try await queue.enqueue("noop", payload: .object([:])) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        return Double(perTask * inFlight) / seconds(ContinuousClock.now - start)
+    }
+
+    private func processBatch(
+        _ count: Int, queue: JobQueue, environment: [String: String], executable: URL, pids: [Int32]
+    ) async throws -> (rate: Double, cpuMicrosPerJob: Double) {
+        let counter = "carbscan-bench:done"
+        let base = try await queue.redis.send(["GET", counter]).int ?? 0
+        let cpuBefore = pids.map(cpuTicks).reduce(0, +)
+        // A separate producer process, so producing does not delay this process's polling.
+        let producer = Process()
+        producer.executableURL = executable
+        producer.arguments = ["jobs", "enqueue", "noop", "--count", String(count), "--payload", "{\"counter\":\"\(counter)\"}"]
+        producer.environment = environment
+        producer.standardOutput = FileHandle.nullDevice
+        try producer.run()
+        var first: ContinuousClock.Instant?
+        var last: ContinuousClock.Instant?
+        let deadline = ContinuousClock.now + .seconds(120)
+        while last == nil && ContinuousClock.now < deadline {
+            let done = try await queue.redis.send(["GET", counter]).int ?? 0
+            let now = ContinuousClock.now
+            if first == nil && done > base { first = now }
+            if done >= base + count { last = now }
+            if last == nil { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        let cpuAfter = pids.map(cpuTicks).reduce(0, +)
+        producer.waitUntilExit()
+        guard let first, let last, last > first else { throw CLIError("process phase did not complete") }
+        let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return (Double(count) / seconds(last - first), Double(cpuAfter - cpuBefore) / ticksPerSecond * 1e6 / Double(count))
+    }
+
+    private func pickup(_ queue: JobQueue) async throws -> (p50: Double, p99: Double, max: Double) {
+        let list = "carbscan-bench:latency"
+        _ = try await queue.redis.send(["DEL", list])
+        let interval = 1.0 / pickupRate
+        let start = ContinuousClock.now
+        for i in 0..<pickupJobs {
+            let due = start + .milliseconds(Int64(Double(i) * interval * 1000))
+            let now = ContinuousClock.now
+            if due > now { try await Task.sleep(for: due - now) }
+            _ = try await queue.enqueue(
+                "noop", payload: payload(["stamp": .double(Date().timeIntervalSince1970), "latency": .string(list)]))
+        }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await queue.redis.send(["LLEN", list]).int ?? 0 < pickupJobs, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let values = (try await queue.redis.send(["LRANGE", list, "0", "-1"]).array ?? []).compactMap(\.int).sorted()
+        guard !values.isEmpty else { throw CLIError("no pickup latencies recorded") }
+        func rank(_ p: Double) -> Double { Double(values[max(0, Int((p * Double(values.count)).rounded(.up)) - 1)]) / 1000 }
+        return (rank(0.5), rank(0.99), Double(values.last!) / 1000)
+    }
+
+    private func waitForConsumers(_ count: Int, queue: JobQueue) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let reply = try? await queue.redis.send(["XINFO", "CONSUMERS", queue.keys("default").stream, QueueKeys.group])
+            if (reply?.array?.count ?? 0) >= count { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw CLIError("workers did not start")
+    }
+
+    private func clear(_ prefix: String, _ redis: RedisClient) async throws {
+        var cursor = "0"
+        repeat {
+            let reply = try await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array ?? []
+            cursor = reply.first?.string ?? "0"
+            let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
+            if !keys.isEmpty { _ = try await redis.send(["UNLINK"] + keys) }
+        } while cursor != "0"
+    }
+}
+
+private func seconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+private func median(_ values: [Double]) -> Double {
+    let s = values.sorted()
+    return s.isEmpty ? 0 : (s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2)
+}
+
+/// utime + stime of a process, in clock ticks, from /proc/PID/stat.
+private func cpuTicks(_ pid: Int32) -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command name: state is field 3, utime 14 and stime 15 (1-based over the whole line).
+    guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
+    return user + system
+}

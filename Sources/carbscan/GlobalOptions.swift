@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Queue
+import Redis
+
+/// Options every subcommand shares. Each falls back to an environment variable, then to a local default
+/// that matches `ops/services.sh`.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "Redis URL, redis://[:password@]host:port/db (env REDIS_URL).")
+    var redisURL: String = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+
+    @Option(help: "Folder of the job kind files (env CARBSCAN_JOBS_DIR).")
+    var jobsDir: String = ProcessInfo.processInfo.environment["CARBSCAN_JOBS_DIR"] ?? "jobs"
+
+    @Option(help: "Prefix of every Redis key (env CARBSCAN_PREFIX).")
+    var prefix: String = ProcessInfo.processInfo.environment["CARBSCAN_PREFIX"] ?? "carbscan"
+
+    /// Loads the catalog or stops with the file, line and reason.
+    func catalog() throws -> JobCatalog {
+        do {
+            return try JobCatalog.load(directory: jobsDir)
+        } catch {
+            throw CLIError("invalid job configuration: \(error)", exitCode: 78)
+        }
+    }
+
+    func redis(logger: Logger) throws -> RedisClient {
+        do {
+            return try RedisClient(url: redisURL, logger: logger)
+        } catch {
+            throw CLIError("\(error.message)", exitCode: 64)
+        }
+    }
+
+    func jobQueue(logger: Logger) throws -> JobQueue {
+        JobQueue(redis: try redis(logger: logger), catalog: try catalog(), options: QueueOptions(prefix: prefix))
+    }
+}
+
+/// A refusal with a message for the operator and a non-zero exit code.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    let exitCode: Int32
+
+    init(_ message: String, exitCode: Int32 = 1) {
+        self.description = message
+        self.exitCode = exitCode
+    }
+}
+
+/// Runs a command body, turning refusals and unreachable services into one clear line on stderr and an exit code.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as CLIError {
+        FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+        throw ExitCode(error.exitCode)
+    } catch let error as QueueError {
+        FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
+        throw ExitCode(error.code == .notFound ? 4 : 65)
+    } catch let error as RedisError {
+        FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+        throw ExitCode(error.isTransient ? 69 : 1)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+
+/// Writes one JSON object per line to stderr: `{"ts":…,"level":…,"msg":…,"logger":…, metadata…}`.
+/// Nothing secret is ever put in metadata by this project (URLs are logged redacted, tokens never).
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+
+    init(label: String, level: Logger.Level) {
+        self.label = label
+        self.logLevel = level
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var line = "{\"ts\":\"\(Self.timestamp())\",\"level\":\"\(event.level)\",\"msg\":"
+        Self.appendQuoted(event.message.description, to: &line)
+        line += ",\"logger\":"
+        Self.appendQuoted(label, to: &line)
+        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        for key in merged.keys.sorted() {
+            line += ","
+            Self.appendQuoted(key, to: &line)
+            line += ":"
+            Self.appendQuoted(merged[key]!.description, to: &line)
+        }
+        line += "}\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    private static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
+            parts.tm_min, parts.tm_sec, now.tv_nsec / 1_000_000)
+    }
+
+    static func appendQuoted(_ text: String, to line: inout String) {
+        line += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case "\n": line += "\\n"
+            case "\r": line += "\\r"
+            case "\t": line += "\\t"
+            case let c where c.value < 0x20: line += String(format: "\\u%04x", c.value)
+            default: line.unicodeScalars.append(scalar)
+            }
+        }
+        line += "\""
+    }
+}
+
+enum LogSetup {
+    /// JSON lines on stderr at `LOG_LEVEL` (trace, debug, info, notice, warning, error, critical; default info).
+    static func bootstrap() {
+        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import Logging
+import Queue
+import ServiceLifecycle
+import Workers
+
+struct WorkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "work", abstract: "Run a worker process (start as many as you like, on as many machines).")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Queues to serve, with optional weights: ai:3,default:1 (default: every queue, weighted by the kinds' priorities).")
+    var queues: String?
+
+    @Option(help: "Jobs run at once in this process.")
+    var concurrency: Int = 10
+
+    @Option(help: "Seconds in-flight jobs get to finish on SIGTERM before they are handed back.")
+    var grace: Int = 25
+
+    func validate() throws {
+        guard concurrency >= 1 && concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1…10000") }
+        guard grace >= 0 else { throw ValidationError("--grace must be >= 0") }
+    }
+
+    func run() async throws {
+        LogSetup.bootstrap()
+        try await reportingErrors {
+            let logger = Logger(label: "carbscan.worker")
+            let queue = try global.jobQueue(logger: logger)
+            let weights = try parseQueues(queues, catalog: queue.catalog)
+            let registry = Handlers.registry(redis: queue.redis)
+            let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
+            if !unhandled.isEmpty {
+                logger.warning("job kinds without a handler in this build: their jobs go to the dead set", metadata: ["kinds": "\(unhandled)"])
+            }
+            let worker = Worker(
+                queue: queue, registry: registry,
+                options: WorkerOptions(queues: weights, concurrency: concurrency, gracePeriod: .seconds(grace)), logger: logger)
+            let group = ServiceGroup(
+                configuration: .init(services: [.init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+            queue.redis.close()
+        }
+    }
+}
+
+/// `ai:3,default` → weights; queues must exist in the catalog. Without the option: every queue, weighted by the
+/// highest priority among its kinds.
+func parseQueues(_ text: String?, catalog: JobCatalog) throws -> [(name: String, weight: Int)] {
+    guard let text, !text.isEmpty else {
+        return catalog.queues.map { queue in
+            (queue, catalog.kinds.values.filter { $0.queue == queue }.map(\.priority).max() ?? 1)
+        }
+    }
+    return try text.split(separator: ",").map { item in
+        let parts = item.split(separator: ":", maxSplits: 1).map(String.init)
+        let name = parts[0].trimmingCharacters(in: .whitespaces)
+        guard catalog.queues.contains(name) else {
+            throw CLIError("unknown queue '\(name)' (queues in jobs/: \(catalog.queues.joined(separator: ", ")))", exitCode: 64)
+        }
+        guard parts.count == 1 || Int(parts[1]).map({ $0 >= 1 }) == true else {
+            throw CLIError("queue weight must be a whole number >= 1, got '\(parts[1])'", exitCode: 64)
+        }
+        return (name, parts.count == 2 ? Int(parts[1])! : 1)
+    }
+}
+
+import Foundation
+
+struct ScheduleCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schedule", abstract: "Fire the cron schedules of jobs/*.yml (safe to run several).")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        LogSetup.bootstrap()
+        try await reportingErrors {
+            let logger = Logger(label: "carbscan.scheduler")
+            let queue = try global.jobQueue(logger: logger)
+            let scheduler = CronScheduler(queue: queue, logger: logger)
+            let group = ServiceGroup(
+                configuration: .init(services: [.init(service: scheduler)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+            queue.redis.close()
+        }
+    }
+}

@@ -1,0 +1,411 @@
+import Foundation
+import Queue
+import Redis
+import Testing
+
+/// The queue engine's guarantees (DESIGN.md, 1–10), each against the real Redis.
+@Suite struct EngineTests {
+    // MARK: 1. At-least-once, leases and heartbeats
+
+    @Test func aJobWhoseWorkerVanishedIsRedeliveredAfterItsVisibilityTimeout() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let id = try await env.enqueue()
+        let first = try await env.queue.reserve(queue: "default", count: 10, consumer: "crashed")
+        #expect(first.map(\.id) == [id])
+        // The worker "dies": no heartbeat, no ack. Before the lease runs out nothing is reclaimed…
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default").isEmpty)
+        // …after it (3 s here) the job is back on the queue for anyone.
+        try await Task.sleep(for: .milliseconds(3200))
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default") == [id])
+        let second = try await env.queue.reserve(queue: "default", count: 10, consumer: "alive")
+        #expect(second.map(\.id) == [id])
+        #expect(second.first?.attempt == 2)
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.errors.first?.error.contains("lease expired") == true)
+    }
+
+    @Test func aHeartbeatKeepsALongJobFromBeingStolen() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let id = try await env.enqueue()
+        let jobs = try await env.queue.reserve(queue: "default", count: 1, consumer: "busy")
+        for _ in 0..<4 {
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await env.queue.heartbeat(jobs, consumer: "busy").isEmpty)
+        }
+        // 4 s > the 3 s lease, but renewed every second: still ours.
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default").isEmpty)
+        #expect(try await env.status(id) == .running)
+    }
+
+    // MARK: 2. A late answer from a worker that lost its lease changes nothing
+
+    @Test func aLateAckFromAWorkerThatLostTheLeaseIsIgnored() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let id = try await env.enqueue()
+        let stale = try #require(try await env.queue.reserve(queue: "default", count: 1, consumer: "slow").first)
+        try await Task.sleep(for: .milliseconds(3200))
+        _ = try await env.queue.reclaimExpiredLeases(queue: "default")
+        let current = try #require(try await env.queue.reserve(queue: "default", count: 1, consumer: "fresh").first)
+        try await env.queue.record([.succeeded(stale, result: "\"stale\"", retention: .seconds(60))])
+        #expect(try await env.status(id) == .running)
+        try await env.queue.record([.succeeded(current, result: "\"fresh\"", retention: .seconds(60))])
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.status == .succeeded)
+        #expect(record.result == "\"fresh\"")
+        #expect(try await env.stats().succeededTotal == 1)
+    }
+
+    // MARK: 3. Retries, permanent failures, poison
+
+    @Test func retryableFailuresBackOffThenDieWithTheirHistory() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let id = try await env.enqueue(.object(["fail": .string("retry")]))
+        #expect(try await env.eventually { try await env.status(id) == .failed })
+        worker.stop()
+        try await task.value
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.attempts == 3)
+        #expect(record.inDeadSet)
+        #expect(record.errors.map(\.attempt) == [1, 2, 3])
+        #expect(record.error?.contains("attempt 3 of 3") == true)
+        let stats = try await env.stats()
+        #expect(stats.retriedTotal == 2)
+        #expect(stats.failedTotal == 1)
+        #expect(stats.dead == 1)
+    }
+
+    @Test func aRetryWaitsInRedisForItsBackoff() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let id = try await env.enqueue()
+        let job = try #require(try await env.queue.reserve(queue: "default", count: 1, consumer: "w").first)
+        try await env.queue.record([.retry(job, error: "boom", after: .seconds(60))])
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.status == .retrying)
+        let wait = try #require(record.runAt).timeIntervalSinceNow
+        #expect(wait > 55 && wait <= 60)
+        #expect(try await env.stats().retrying == 1)
+        // Not runnable before it is due.
+        #expect(try await env.queue.promoteDueJobs(queue: "default").moved == 0)
+        #expect(try await env.queue.reserve(queue: "default", count: 1, consumer: "w").isEmpty)
+    }
+
+    @Test func permanentFailuresGoToTheDeadSetAtOnce() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let id = try await env.enqueue(.object(["fail": .string("permanent")]))
+        #expect(try await env.eventually { try await env.status(id) == .failed })
+        worker.stop()
+        try await task.value
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.attempts == 1)
+        #expect(record.error == "noop asked to fail permanently")
+        #expect(try await env.stats().retriedTotal == 0)
+    }
+
+    @Test func anUndecodablePayloadDiesAtOnceWithTheReason() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let id = try await env.enqueue(.object(["sleepMs": .string("soon")]))
+        #expect(try await env.eventually { try await env.status(id) == .failed })
+        worker.stop()
+        try await task.value
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.attempts == 1)
+        #expect(record.error?.contains("undecodable payload") == true)
+        #expect(record.error?.contains("sleepMs") == true)
+    }
+
+    @Test func aJobThatKeepsKillingItsWorkersIsBuriedNotLooped() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let id = try await env.enqueue()
+        // Three deliveries whose workers "die" (lease expires each time), then a fourth delivery.
+        for attempt in 1...3 {
+            let jobs = try await env.queue.reserve(queue: "default", count: 1, consumer: "doomed-\(attempt)")
+            #expect(jobs.count == 1)
+            try await Task.sleep(for: .milliseconds(3100))
+            _ = try await env.queue.reclaimExpiredLeases(queue: "default")
+        }
+        #expect(try await env.queue.reserve(queue: "default", count: 1, consumer: "next").isEmpty)
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.status == .failed)
+        #expect(record.error?.contains("without finishing") == true)
+    }
+
+    @Test func aHandlerPastItsTimeoutIsCancelledAndRetried() async throws {
+        let env = try TestEnvironment(kinds: [
+            "noop": """
+            timeout: 300ms
+            visibility_timeout: 3s
+            attempts: 2
+            backoff: { type: fixed, delay: 100ms }
+            """
+        ])
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let id = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
+        #expect(try await env.eventually { try await env.status(id) == .failed })
+        worker.stop()
+        try await task.value
+        let record = try #require(try await env.queue.record(id))
+        #expect(record.attempts == 2)
+        #expect(record.errors.allSatisfy { $0.error.contains("timed out after") })
+    }
+
+    // MARK: 4. Delayed jobs wait in Redis and run on time
+
+    @Test func aDelayedJobRunsWhenDueNotBefore() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let id = try await env.enqueue(options: EnqueueOptions(delay: .milliseconds(1500)))
+        let queued = try #require(try await env.queue.record(id))
+        #expect(queued.status == .queued)
+        #expect(try await env.stats().scheduled == 1)
+        #expect(try await env.eventually { try await env.status(id) == .succeeded })
+        worker.stop()
+        try await task.value
+        let record = try #require(try await env.queue.record(id))
+        let started = try #require(record.startedAt).timeIntervalSince(record.enqueuedAt)
+        #expect(started >= 1.5)
+        #expect(started < 2.5, "picked up \(started - 1.5) s after it was due")
+    }
+
+    // MARK: 5. Push-like pickup
+
+    @Test func anIdleWorkerIsWokenByANewJobNotByItsPollTimer() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        // A 20 s block: were pickup polling-based, the job would wait for it.
+        let (worker, task) = env.startWorker(blockTimeout: .seconds(20))
+        try await Task.sleep(for: .milliseconds(500))
+        let id = try await env.enqueue()
+        #expect(try await env.eventually(timeout: .seconds(5)) { try await env.status(id) == .succeeded })
+        worker.stop()
+        try await task.value
+    }
+
+    // MARK: 6. Cron: once per fire time
+
+    @Test func aFireTimeIsEnqueuedOnceHoweverManySchedulersFireIt() async throws {
+        let env = try TestEnvironment(kinds: ["noop": TestEnvironment.noop + "\nschedules:\n  - { name: each-minute, cron: \"* * * * *\" }\n"])
+        defer { Task { await env.cleanUp() } }
+        let schedule = try #require(env.queue.catalog["noop"]?.schedules.first)
+        let fireTime = Date(timeIntervalSince1970: 1_795_000_000)
+        let results = try await withThrowingTaskGroup(of: EnqueueResult.self) { group in
+            for _ in 0..<8 { group.addTask { try await env.queue.fire(kind: "noop", schedule: schedule, at: fireTime) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.filter { $0.id != nil }.count == 1)
+        #expect(results.filter { $0 == .alreadyFired }.count == 7)
+        // An older fire time never runs after a newer one.
+        #expect(try await env.queue.fire(kind: "noop", schedule: schedule, at: fireTime - 60) == .alreadyFired)
+        #expect(try await env.queue.fire(kind: "noop", schedule: schedule, at: fireTime + 60).id != nil)
+    }
+
+    @Test func catchUpFiresOneMissedTimeButNothingOnFirstStart() async throws {
+        let env = try TestEnvironment(kinds: ["noop": TestEnvironment.noop + "\nschedules:\n  - { name: daily, cron: \"0 0 * * *\" }\n"])
+        defer { Task { await env.cleanUp() } }
+        let schedule = try #require(env.queue.catalog["noop"]?.schedules.first)
+        let day = Date(timeIntervalSince1970: TimeInterval(1_795_000_000 - 1_795_000_000 % 86_400))
+        // First start ever: the baseline is recorded, nothing is enqueued.
+        #expect(try await env.queue.fire(kind: "noop", schedule: schedule, at: day, catchUp: true) == .alreadyFired)
+        #expect(try await env.stats().queued == 0)
+        // Down over the next midnight: on restart that one fire is caught up, once.
+        #expect(try await env.queue.fire(kind: "noop", schedule: schedule, at: day + 86_400, catchUp: true).id != nil)
+        #expect(try await env.queue.fire(kind: "noop", schedule: schedule, at: day + 86_400, catchUp: true) == .alreadyFired)
+        #expect(try await env.stats().queued == 1)
+    }
+
+    // MARK: 7. Unique jobs
+
+    @Test func aUniqueKeyEnqueuesOnceWhileItLives() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let options = EnqueueOptions(uniqueKey: "scan-reset:daily:2026-11-22", uniqueTTL: .seconds(1))
+        let first = try await env.queue.enqueue("noop", payload: .object([:]), options: options)
+        let second = try await env.queue.enqueue("noop", payload: .object([:]), options: options)
+        #expect(first.id != nil)
+        #expect(second == .duplicate(of: first.id))
+        try await Task.sleep(for: .milliseconds(1200))
+        #expect(try await env.queue.enqueue("noop", payload: .object([:]), options: options).id != nil)
+        #expect(try await env.stats().queued == 2)
+    }
+
+    @Test func aKindsUniquenessTemplateUsesThePayload() async throws {
+        let env = try TestEnvironment(kinds: ["noop": TestEnvironment.noop + "\nunique: { key: \"noop:${record}\", ttl: 1h }\n"])
+        defer { Task { await env.cleanUp() } }
+        let a = try await env.queue.enqueue("noop", payload: .object(["record": .string("a")]))
+        #expect(try await env.queue.enqueue("noop", payload: .object(["record": .string("a")])) == .duplicate(of: a.id))
+        #expect(try await env.queue.enqueue("noop", payload: .object(["record": .string("b")])).id != nil)
+    }
+
+    // MARK: 8. Graceful shutdown
+
+    @Test func shutdownLetsShortJobsFinishAndHandsLongOnesBackAtOnce() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker(grace: .milliseconds(700))
+        let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
+        let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
+        #expect(
+            try await env.eventually {
+                let a = try await env.status(long)
+                let b = try await env.status(short)
+                return a == .running && b == .running
+            })
+        worker.stop()
+        try await task.value
+        #expect(try await env.status(short) == .succeeded)
+        let record = try #require(try await env.queue.record(long))
+        #expect(record.status == .queued)
+        #expect(record.attempts == 0)
+        let stats = try await env.stats()
+        #expect(stats.failedTotal == 0)
+        #expect(stats.queued == 1)
+        #expect(stats.running == 0)
+    }
+
+    // MARK: 9. Bounded memory
+
+    @Test func finishedJobsExpireByRetention() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let kept = try await env.enqueue()
+        #expect(try await env.eventually { try await env.status(kept) == .succeeded })
+        worker.stop()
+        try await task.value
+        let ttl = try await env.redis.send(["PTTL", env.queue.keys("default").job(kept)]).int ?? -1
+        #expect(ttl > 3_500_000 && ttl <= 3_600_000)
+    }
+
+    @Test func aZeroRetentionDropsTheRecordAtOnce() async throws {
+        let env = try TestEnvironment(kinds: ["noop": "retention: { succeeded: 0s, failed: 1d }"])
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let dropped = try await env.enqueue()
+        #expect(try await env.eventually { try await env.stats().succeededTotal == 1 })
+        worker.stop()
+        try await task.value
+        #expect(try await env.queue.record(dropped) == nil)
+    }
+
+    @Test func theDeadSetIsCapped() async throws {
+        let env = try TestEnvironment(options: QueueOptions(deadSetCap: 3))
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        var ids: [JobID] = []
+        for _ in 0..<5 { ids.append(try await env.enqueue(.object(["fail": .string("permanent")]))) }
+        #expect(try await env.eventually { try await env.stats().failedTotal == 5 })
+        worker.stop()
+        try await task.value
+        #expect(try await env.stats().dead == 3)
+        let survivors = try await env.queue.deadJobs().map(\.id)
+        #expect(survivors.count == 3)
+        var remaining = 0
+        for id in ids where try await env.queue.record(id) != nil { remaining += 1 }
+        #expect(remaining == 3)
+    }
+
+    // MARK: 10. One hash tag per queue
+
+    @Test func everyKeyOfAQueueSharesItsHashTag() async throws {
+        let env = try TestEnvironment(kinds: [
+            "noop": TestEnvironment.noop + "\nunique: { key: \"u:${record}\", ttl: 1h }\n",
+            "other": "queue: billing\npayload: { type: object }",
+        ])
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        _ = try await env.enqueue(.object(["record": .string("x")]))
+        _ = try await env.enqueue(.object(["fail": .string("permanent")]))
+        _ = try await env.enqueue(kind: "other")
+        _ = try await env.enqueue(options: EnqueueOptions(delay: .seconds(60)))
+        #expect(try await env.eventually { try await env.stats().failedTotal == 1 })
+        worker.stop()
+        try await task.value
+        let keys = (try await env.redis.send(["KEYS", "\(env.prefix):*"]).array ?? []).compactMap(\.string)
+        #expect(keys.count >= 8)
+        for key in keys {
+            let tag = key.split(separator: "{", maxSplits: 1).last?.prefix { $0 != "}" }
+            #expect(tag == "default" || tag == "billing", "\(key) has no queue hash tag")
+            #expect(key.hasPrefix("\(env.prefix):{\(tag ?? "")}:"))
+        }
+    }
+
+    // MARK: Events, operator actions, validation
+
+    @Test func completionsArePublishedOnTheQueuesChannel() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let subscriber = env.redis.blockingConnection()
+        defer { subscriber.close() }
+        _ = try await subscriber.send(["SUBSCRIBE", env.queue.keys("default").events], blockFor: .seconds(1))
+        let (worker, task) = env.startWorker()
+        let id = try await env.enqueue()
+        let message = try await subscriber.receive(timeout: .seconds(10))
+        #expect(message == .array([.bulk("message"), .bulk(env.queue.keys("default").events), .bulk("\(id) succeeded")]))
+        worker.stop()
+        try await task.value
+    }
+
+    @Test func deadJobsCanBeRetriedAndDiscarded() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let a = try await env.enqueue(.object(["fail": .string("permanent")]))
+        let b = try await env.enqueue(.object(["fail": .string("permanent")]))
+        #expect(try await env.eventually { try await env.stats().dead == 2 })
+        worker.stop()
+        try await task.value
+        #expect(try await env.queue.retryNow(a) == "dead")
+        let retried = try #require(try await env.queue.record(a))
+        #expect(retried.status == .queued && retried.attempts == 0 && !retried.inDeadSet)
+        try await env.queue.discardDead(b)
+        #expect(try await env.queue.record(b) == nil)
+        await #expect(throws: QueueError.self) { try await env.queue.discardDead(b) }
+        await #expect(throws: QueueError.self) { try await env.queue.retryNow(JobID.random()) }
+        #expect(try await env.stats().dead == 0)
+    }
+
+    @Test func badInputIsRefusedAtEnqueueAndNothingIsWritten() async throws {
+        let env = try TestEnvironment(kinds: [
+            "strict": "payload:\n  type: object\n  required: [userId]\n  additionalProperties: false\n  properties:\n    userId: { type: string, format: uuid }"
+        ])
+        defer { Task { await env.cleanUp() } }
+        await #expect { try await env.queue.enqueue("nope", payload: .object([:])) } throws: {
+            ($0 as? QueueError)?.code == .unknownKind
+        }
+        await #expect { try await env.queue.enqueue("strict", payload: .object(["userId": .string("x")])) } throws: {
+            ($0 as? QueueError)?.code == .invalidPayload && "\($0)".contains("userId")
+        }
+        // One bad job refuses the whole bulk enqueue.
+        let good = (kind: "strict", payload: JSONValue.object(["userId": .string(UUID().uuidString)]), options: EnqueueOptions())
+        let bad = (kind: "strict", payload: JSONValue.object(["extra": .bool(true)]), options: EnqueueOptions())
+        await #expect(throws: QueueError.self) { try await env.queue.enqueue([good, bad]) }
+        let keys = try await env.redis.send(["KEYS", "\(env.prefix):*"]).array ?? []
+        #expect(keys.isEmpty)
+    }
+
+    @Test func bulkEnqueueWritesEveryJob() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let job = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions())
+        let results = try await env.queue.enqueue(Array(repeating: job, count: 2500))
+        #expect(Set(results.compactMap(\.id)).count == 2500)
+        #expect(try await env.stats().queued == 2500)
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Logging
+import Queue
+import Testing
+
+@Suite struct SchedulerTests {
+    /// Three schedulers whose clocks cross a minute boundary together: the fire happens once, in its time zone.
+    @Test func threeSchedulersFireEachTimeOnce() async throws {
+        let env = try TestEnvironment(kinds: [
+            "noop": TestEnvironment.noop + """
+
+            schedules:
+              - { name: minutely, cron: "* * * * *", timezone: Asia/Kolkata, payload: { result: tick } }
+            """
+        ])
+        defer { Task { await env.cleanUp() } }
+        // A clock that reads 58.5 s past a minute now and runs at real speed.
+        let real = Date()
+        let fake = (real.timeIntervalSince1970 / 60).rounded(.down) * 60 + 60 * 60 + 58.5
+        let offset = fake - real.timeIntervalSince1970
+        let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset) }
+        let schedulers = (0..<3).map { _ in CronScheduler(queue: env.queue, logger: env.logger, now: clock) }
+        let tasks = schedulers.map { scheduler in Task { try await scheduler.run() } }
+        defer { for task in tasks { task.cancel() } }
+        #expect(try await env.eventually(timeout: .seconds(6)) { try await env.stats().queued >= 1 })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await env.stats().queued == 1)
+        // Its record names the fire time: the minute boundary after the start.
+        try await env.queue.prepare(queues: ["default"])
+        let job = try #require(try await env.queue.reserve(queue: "default", count: 5, consumer: "t").first)
+        let expected = Date(timeIntervalSince1970: (fake / 60).rounded(.up) * 60)
+        #expect(job.scheduledFor == expected)
+        #expect(job.payload == #"{"result":"tick"}"#)
+    }
+}
+
+@Suite struct WeightTests {
+    @Test func heavierQueuesGoFirstMoreOftenAndNoneIsStarved() throws {
+        let env = try TestEnvironment(kinds: ["noop": TestEnvironment.noop, "other": "queue: low\npayload: { type: object }"])
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker(queues: [("default", 3), ("low", 1)])
+        worker.stop()
+        task.cancel()
+        var firsts = ["default": 0, "low": 0]
+        for _ in 0..<4000 { firsts[worker.weightedOrderForTesting().first!, default: 0] += 1 }
+        #expect((2700...3300).contains(firsts["default"]!))
+        #expect(firsts["low"]! > 700)
+        #expect(Set(worker.weightedOrderForTesting()) == ["default", "low"])
+    }
+}

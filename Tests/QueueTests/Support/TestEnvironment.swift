@@ -1,0 +1,98 @@
+import Foundation
+import Logging
+import Queue
+import Redis
+import Workers
+
+/// A queue engine on the real Redis (`REDIS_URL`) under a key prefix of its own, so tests run in parallel.
+struct TestEnvironment {
+    let redis: RedisClient
+    let queue: JobQueue
+    let prefix: String
+
+    static let redisURL = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+
+    /// The noop kind as tests need it: short leases, fast fixed retries, a permissive schema.
+    static let noop = """
+        queue: default
+        timeout: 5s
+        visibility_timeout: 3s
+        attempts: 3
+        backoff: { type: fixed, delay: 100ms }
+        retention: { succeeded: 1h, failed: 1d }
+        """
+
+    init(kinds: [String: String] = ["noop": Self.noop], options: QueueOptions? = nil, name: String = #function) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for (kind, text) in kinds {
+            try text.write(to: directory.appendingPathComponent("\(kind).yml"), atomically: true, encoding: .utf8)
+        }
+        let catalog = try JobCatalog.load(directory: directory.path)
+        redis = try RedisClient(url: Self.redisURL)
+        prefix = "test-\(name.prefix { $0 != "(" })-\(UUID().uuidString.prefix(8))"
+        var queueOptions = options ?? QueueOptions()
+        queueOptions.prefix = prefix
+        queue = JobQueue(redis: redis, catalog: catalog, options: queueOptions)
+    }
+
+    var logger: Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// A worker with the project's handlers, running until `stop()`; returns it with its task.
+    func startWorker(
+        concurrency: Int = 10, grace: Duration = .seconds(5), blockTimeout: Duration = .seconds(2),
+        queues: [(name: String, weight: Int)]? = nil
+    ) -> (Worker, Task<Void, any Error>) {
+        let worker = Worker(
+            queue: queue, registry: Handlers.registry(redis: redis),
+            options: WorkerOptions(
+                queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
+                blockTimeout: blockTimeout, promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200)),
+            logger: logger)
+        return (worker, Task { try await worker.run() })
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes.
+    func eventually(timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+
+    func status(_ id: JobID) async throws -> JobStatus? { try await queue.record(id)?.status }
+
+    func stats(_ queueName: String = "default") async throws -> JobQueue.QueueStats {
+        try await queue.stats().first { $0.queue == queueName }!
+    }
+
+    /// Deletes every key of this test.
+    func cleanUp() async {
+        var cursor = "0"
+        repeat {
+            guard let reply = try? await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array else { break }
+            cursor = reply.first?.string ?? "0"
+            let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
+            if !keys.isEmpty { _ = try? await redis.send(["UNLINK"] + keys) }
+        } while cursor != "0"
+        redis.close()
+    }
+
+    func enqueue(_ payload: JSONValue = .object([:]), kind: String = "noop", options: EnqueueOptions = .init()) async throws -> JobID {
+        try requireID(await queue.enqueue(kind, payload: payload, options: options))
+    }
+}
+
+struct MissingID: Error {}
+
+func requireID(_ result: EnqueueResult) throws -> JobID {
+    guard let id = result.id else { throw MissingID() }
+    return id
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Queue
+import Redis
+import Testing
+
+/// Real worker processes, killed and stopped the hard and the polite way.
+@Suite(.serialized) struct ChaosTests {
+    static let shortLeaseNoop = """
+        # noop with a 3 s lease, so a killed worker's jobs come back quickly in tests
+        queue: default
+        timeout: 10s
+        visibility_timeout: 3s
+        attempts: 5
+        backoff: { type: fixed, delay: 100ms }
+        retention: { succeeded: 1h, failed: 1d }
+        """
+
+    @Test func killingAWorkerMidRunLosesNoJob() async throws {
+        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let prefix = "chaos-\(UUID().uuidString.prefix(8))"
+        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
+        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
+        let catalog = try JobCatalog.load(directory: jobs.path)
+        let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
+        let effects = "\(prefix):effects"
+        var workers: [RunningProcess] = []
+        defer {
+            for worker in workers { worker.signal(SIGKILL) }
+            Task { await removeKeys(prefix: prefix, redis: redis) }
+        }
+        for _ in 0..<3 {
+            workers.append(try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "20"], environment: environment))
+        }
+        let count = 3000
+        let payload = JSONValue.object(["record": .string(effects), "sleepMs": .int(15)])
+        let ids = try await queue.enqueue(Array(repeating: (kind: "noop", payload: payload, options: EnqueueOptions()), count: count))
+            .compactMap(\.id)
+        #expect(ids.count == count)
+
+        // Let the run get going, then kill -9 one worker mid-run.
+        #expect(try await eventually { try await redis.send(["LLEN", effects]).int ?? 0 >= count / 5 })
+        let victim = workers[1]
+        victim.signal(SIGKILL)
+        _ = await victim.waitForExit(timeout: .seconds(5))
+        // What it held at the kill: its deliveries not yet acknowledged.
+        let consumers = try await redis.send(["XINFO", "CONSUMERS", queue.keys("default").stream, QueueKeys.group]).array ?? []
+        var inFlightAtKill = 0
+        for consumer in consumers {
+            let fields = consumer.array ?? []
+            let name = fields.count > 1 ? fields[1].string ?? "" : ""
+            if name.contains(":\(victim.pid):") { inFlightAtKill = fields.count > 3 ? fields[3].int ?? 0 : 0 }
+        }
+        #expect(inFlightAtKill > 0, "the kill should have caught jobs in flight")
+
+        // Every job completes: the victim's leases expire (3 s) and the survivors take its jobs.
+        #expect(try await eventually(timeout: .seconds(60)) { try await queue.stats()[0].succeededTotal >= count })
+        let recorded = (try await redis.send(["LRANGE", effects, "0", "-1"]).array ?? []).compactMap(\.string)
+        let distinct = Set(recorded)
+        #expect(distinct == Set(ids.map(\.rawValue)), "every enqueued job ran")
+        let reruns = recorded.count - distinct.count
+        #expect(reruns <= inFlightAtKill, "\(reruns) re-runs, \(inFlightAtKill) in flight at the kill")
+        for id in ids.prefix(50) { #expect(try await queue.record(id)?.status == .succeeded) }
+        let stats = try await queue.stats()[0]
+        #expect(stats.failedTotal == 0)
+        #expect(stats.queued == 0 && stats.running == 0)
+    }
+
+    @Test func sigtermHandsUnfinishedJobsBackAndFailsNone() async throws {
+        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let prefix = "sigterm-\(UUID().uuidString.prefix(8))"
+        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
+        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
+        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
+        defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
+        let workers = try (0..<2).map { _ in
+            try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "5", "--grace", "1"], environment: environment)
+        }
+        // 4 quick jobs finish within the grace period; 6 long ones cannot.
+        let quick = JSONValue.object(["sleepMs": .int(300)])
+        let long = JSONValue.object(["sleepMs": .int(8000)])
+        let quickIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: quick, options: EnqueueOptions()), count: 4)).compactMap(\.id)
+        let longIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: long, options: EnqueueOptions()), count: 6)).compactMap(\.id)
+        #expect(try await eventually { try await queue.stats()[0].running == 10 })
+        let stopped = ContinuousClock.now
+        for worker in workers { worker.signal(SIGTERM) }
+        for worker in workers { #expect(await worker.waitForExit(timeout: .seconds(15)) == 0) }
+        // Handed back at the end of the 1 s grace, not after the jobs' 8 s or a lease timeout.
+        #expect(ContinuousClock.now - stopped < .seconds(6))
+        for id in quickIDs { #expect(try await queue.record(id)?.status == .succeeded) }
+        for id in longIDs {
+            let record = try #require(try await queue.record(id))
+            #expect(record.status == .queued)
+            #expect(record.attempts == 0)
+        }
+        let stats = try await queue.stats()[0]
+        #expect(stats.failedTotal == 0 && stats.dead == 0 && stats.retrying == 0)
+        #expect(stats.queued == 6 && stats.running == 0)
+        let output = workers.map(\.output).joined()
+        #expect(output.contains("handing back jobs"))
+        #expect(!output.contains("\"level\":\"error\""))
+    }
+
+    @Test func aWorkerStartedWithoutRedisWaitsForItAndThenWorks() async throws {
+        let port = CarbScanBinary.freePort()
+        let url = "redis://127.0.0.1:\(port)/0"
+        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
+        let worker = try CarbScanBinary.start(
+            ["work", "--queues", "default"], environment: ["REDIS_URL": url, "CARBSCAN_JOBS_DIR": jobs.path, "CARBSCAN_PREFIX": "late"])
+        defer { worker.signal(SIGKILL) }
+        #expect(try await eventually { worker.output.contains("redis unavailable, retrying") })
+        #expect(worker.process.isRunning)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        server.arguments = ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"]
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        let redis = try RedisClient(url: url)
+        defer { redis.close() }
+        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: "late"))
+        var id: JobID?
+        _ = try await eventually { id = try? await queue.enqueue("noop", payload: .object([:])).id; return id != nil }
+        let jobID = try #require(id)
+        #expect(try await eventually { try await queue.record(jobID)?.status == .succeeded })
+        worker.signal(SIGTERM)
+        #expect(await worker.waitForExit(timeout: .seconds(10)) == 0)
+    }
+}

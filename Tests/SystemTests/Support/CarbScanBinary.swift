@@ -1,0 +1,122 @@
+import Foundation
+import Redis
+
+/// Runs the built `carbscan` executable as operators do: real processes, real signals, the real Redis.
+enum CarbScanBinary {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+
+    static var url: URL {
+        if let path = ProcessInfo.processInfo.environment["CARBSCAN_BIN"] { return URL(fileURLWithPath: path) }
+        return packageRoot.appendingPathComponent(".build/debug/carbscan")
+    }
+
+    static let redisURL = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+
+    /// A jobs folder: the project's kind files, with `noop.yml` replaced when `noop` is given (e.g. short leases).
+    static func jobsDirectory(noop: String? = nil) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for file in try FileManager.default.contentsOfDirectory(atPath: packageRoot.appendingPathComponent("jobs").path) {
+            try FileManager.default.copyItem(
+                at: packageRoot.appendingPathComponent("jobs/\(file)"), to: directory.appendingPathComponent(file))
+        }
+        if let noop {
+            try noop.write(to: directory.appendingPathComponent("noop.yml"), atomically: true, encoding: .utf8)
+        }
+        return directory
+    }
+
+    /// Starts `carbscan ARGS`; output goes to a log file the test can read.
+    static func start(_ arguments: [String], environment extra: [String: String]) throws -> RunningProcess {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["LOG_LEVEL"] = "info"
+        for (key, value) in extra { environment[key] = value }
+        process.environment = environment
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return RunningProcess(process: process, log: log)
+    }
+
+    /// Runs `carbscan ARGS` to completion.
+    static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+struct RunningProcess {
+    let process: Process
+    let log: URL
+
+    var pid: Int32 { process.processIdentifier }
+    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Waits for the exit; returns the status, or nil when it did not exit in time (then it is killed).
+    func waitForExit(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
+
+/// Deletes every key under `prefix`.
+func removeKeys(prefix: String, redis: RedisClient) async {
+    var cursor = "0"
+    repeat {
+        guard let reply = try? await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array else { return }
+        cursor = reply.first?.string ?? "0"
+        let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
+        if !keys.isEmpty { _ = try? await redis.send(["UNLINK"] + keys) }
+    } while cursor != "0"
+}
