@@ -49,13 +49,27 @@ extension JobQueue {
         [String(options.deadSetMaxAge.milliseconds), String(options.deadSetCap), String(options.deadSetMaxAge.milliseconds)]
     }
 
-    /// Creates the consumer group of each queue (from the stream's start, so nothing enqueued earlier is missed).
-    public func prepare(queues: [String]) async throws {
+    /// Creates the consumer group of each queue (from the stream's start, so nothing enqueued earlier is missed),
+    /// and registers `consumer` in it so operators see an idle worker too.
+    public func prepare(queues: [String], consumer: String? = nil) async throws {
         for queue in queues {
             do {
                 try await redis.send(["XGROUP", "CREATE", keys(queue).stream, QueueKeys.group, "0", "MKSTREAM"])
-            } catch let error as RedisError where error.message.hasPrefix("BUSYGROUP") {
-                continue
+            } catch let error as RedisError where error.message.hasPrefix("BUSYGROUP") {}
+            if let consumer {
+                try await redis.send(["XGROUP", "CREATECONSUMER", keys(queue).stream, QueueKeys.group, consumer])
+            }
+        }
+    }
+
+    /// Removes a stopped worker's consumer from the groups where it holds nothing (nothing is lost: a consumer
+    /// with pending entries is kept until they are reclaimed).
+    public func unregister(consumer: String, queues: [String]) async {
+        for queue in queues {
+            let stream = keys(queue).stream
+            let pending = try? await redis.send(["XPENDING", stream, QueueKeys.group, "-", "+", "1", consumer])
+            if pending?.array?.isEmpty == true {
+                _ = try? await redis.send(["XGROUP", "DELCONSUMER", stream, QueueKeys.group, consumer])
             }
         }
     }

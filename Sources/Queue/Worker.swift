@@ -50,8 +50,6 @@ public final class Worker: Service {
     let inFlight = InFlight()
     let outcomes = Batcher<JobOutcome>()
     private let stopping = Atomic<Bool>(false)
-    /// Set once every job is finished or handed back: the lease and timeout loops may stop.
-    private let drained = Atomic<Bool>(false)
 
     public init(queue: JobQueue, registry: JobRegistry, options: WorkerOptions, logger: Logger) {
         self.queue = queue
@@ -64,7 +62,7 @@ public final class Worker: Service {
     var queueNames: [String] { options.queues.map(\.name) }
 
     public func run() async throws {
-        await untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames) }
+        await untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames, consumer: self.options.consumer) }
         logger.info(
             "worker started",
             metadata: [
@@ -74,17 +72,23 @@ public final class Worker: Service {
         let connection = queue.redis.blockingConnection(name: "fetch")
         defer { connection.close() }
         await withGracefulShutdownHandler {
-            await withDiscardingTaskGroup { group in
-                group.addTask { await self.recordOutcomes() }
-                group.addTask { await self.maintain(every: .milliseconds(100)) { self.enforceTimeouts() } }
-                group.addTask { await self.maintain(every: self.heartbeatInterval) { await self.renewLeases() } }
-                group.addTask { await self.maintain(every: self.options.promoteInterval) { await self.promote() } }
-                group.addTask { await self.maintain(every: self.options.reclaimInterval) { await self.reclaim() } }
-                await self.fetch(using: connection)
-                await self.drain()
-                self.outcomes.close()
-                self.drained.store(true, ordering: .releasing)
+            let recording = Task { await self.recordOutcomes() }
+            // Upkeep runs until every job is finished or handed back (leases must be renewed during the drain).
+            let upkeep = Task {
+                await withDiscardingTaskGroup { group in
+                    group.addTask { await self.maintain(every: .milliseconds(100)) { self.enforceTimeouts() } }
+                    group.addTask { await self.maintain(every: self.heartbeatInterval) { await self.renewLeases() } }
+                    group.addTask { await self.maintain(every: self.options.promoteInterval) { await self.promote() } }
+                    group.addTask { await self.maintain(every: self.options.reclaimInterval) { await self.reclaim() } }
+                }
             }
+            await self.fetch(using: connection)
+            await self.drain()
+            upkeep.cancel()
+            self.outcomes.close()
+            await recording.value
+            await upkeep.value
+            await self.queue.unregister(consumer: self.options.consumer, queues: self.queueNames)
         } onGracefulShutdown: {
             self.stop()
             Task { await connection.unblock() }
@@ -248,7 +252,7 @@ public final class Worker: Service {
     }
 
     private func maintain(every interval: Duration, _ body: @escaping @Sendable () async -> Void) async {
-        while !drained.load(ordering: .acquiring) {
+        while !Task.isCancelled {
             await body()
             try? await Task.sleep(for: interval)
         }

@@ -53,14 +53,14 @@ import Testing
         #expect(inFlightAtKill > 0, "the kill should have caught jobs in flight")
 
         // Every job completes: the victim's leases expire (3 s) and the survivors take its jobs.
-        #expect(try await eventually(timeout: .seconds(60)) { try await queue.stats()[0].succeededTotal >= count })
+        #expect(try await eventually(timeout: .seconds(60)) { try await queue.defaultStats().succeededTotal >= count })
         let recorded = (try await redis.send(["LRANGE", effects, "0", "-1"]).array ?? []).compactMap(\.string)
         let distinct = Set(recorded)
         #expect(distinct == Set(ids.map(\.rawValue)), "every enqueued job ran")
         let reruns = recorded.count - distinct.count
         #expect(reruns <= inFlightAtKill, "\(reruns) re-runs, \(inFlightAtKill) in flight at the kill")
         for id in ids.prefix(50) { #expect(try await queue.record(id)?.status == .succeeded) }
-        let stats = try await queue.stats()[0]
+        let stats = try await queue.defaultStats()
         #expect(stats.failedTotal == 0)
         #expect(stats.queued == 0 && stats.running == 0)
     }
@@ -73,26 +73,27 @@ import Testing
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let workers = try (0..<2).map { _ in
-            try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "5", "--grace", "1"], environment: environment)
+            try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "5", "--grace", "2"], environment: environment)
         }
+        #expect(try await eventually { try await queue.consumers() == 2 })
         // 4 quick jobs finish within the grace period; 6 long ones cannot.
-        let quick = JSONValue.object(["sleepMs": .int(300)])
-        let long = JSONValue.object(["sleepMs": .int(8000)])
+        let quick = JSONValue.object(["sleepMs": .int(1000)])
+        let long = JSONValue.object(["sleepMs": .int(20_000)])
         let quickIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: quick, options: EnqueueOptions()), count: 4)).compactMap(\.id)
         let longIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: long, options: EnqueueOptions()), count: 6)).compactMap(\.id)
-        #expect(try await eventually { try await queue.stats()[0].running == 10 })
+        #expect(try await eventually { try await queue.defaultStats().running == 10 })
         let stopped = ContinuousClock.now
         for worker in workers { worker.signal(SIGTERM) }
         for worker in workers { #expect(await worker.waitForExit(timeout: .seconds(15)) == 0) }
-        // Handed back at the end of the 1 s grace, not after the jobs' 8 s or a lease timeout.
-        #expect(ContinuousClock.now - stopped < .seconds(6))
+        // Handed back at the end of the 2 s grace, not after the jobs' 20 s or a lease timeout.
+        #expect(ContinuousClock.now - stopped < .seconds(10))
         for id in quickIDs { #expect(try await queue.record(id)?.status == .succeeded) }
         for id in longIDs {
             let record = try #require(try await queue.record(id))
             #expect(record.status == .queued)
             #expect(record.attempts == 0)
         }
-        let stats = try await queue.stats()[0]
+        let stats = try await queue.defaultStats()
         #expect(stats.failedTotal == 0 && stats.dead == 0 && stats.retrying == 0)
         #expect(stats.queued == 6 && stats.running == 0)
         let output = workers.map(\.output).joined()

@@ -64,7 +64,8 @@ extension JobKindSpec {
         if let entry = entries["retention"] {
             let fields = try reader.mapping(entry.value, "retention", allowed: ["succeeded", "failed"])
             if let succeeded = fields["succeeded"] {
-                retention.succeeded = try reader.duration(succeeded.value, "retention.succeeded")
+                // 0s: a succeeded job's record is deleted at once (only the totals count it).
+                retention.succeeded = try reader.duration(succeeded.value, "retention.succeeded", minimum: .zero)
             }
             if let failed = fields["failed"] {
                 retention.failed = try reader.duration(failed.value, "retention.failed")

@@ -1,4 +1,5 @@
 import Foundation
+import Queue
 import Redis
 
 /// Runs the built `carbscan` executable as operators do: real processes, real signals, the real Redis.
@@ -119,4 +120,15 @@ func removeKeys(prefix: String, redis: RedisClient) async {
         let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
         if !keys.isEmpty { _ = try? await redis.send(["UNLINK"] + keys) }
     } while cursor != "0"
+}
+
+extension JobQueue {
+    func defaultStats() async throws -> QueueStats {
+        try await stats().first { $0.queue == "default" }!
+    }
+
+    /// Consumers registered in the default queue's group (a worker registers on its first read).
+    func consumers() async throws -> Int {
+        (try? await redis.send(["XINFO", "CONSUMERS", keys("default").stream, QueueKeys.group]))?.array?.count ?? 0
+    }
 }

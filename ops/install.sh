@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Usage: ops/install.sh — installs the Debian 12 packages the project needs (only those missing) and checks swift.
+set -euo pipefail
+
+packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev pkg-config procps curl)
+
+missing=()
+for package in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
+    [[ $status == installed ]] || missing+=("$package")
+done
+
+if ((${#missing[@]})); then
+    echo "install.sh: installing ${missing[*]}"
+    sudo=()
+    [[ $(id -u) == 0 ]] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -q
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
+    PATH=/opt/swift/usr/bin:$PATH
+fi
+if ! command -v swift >/dev/null; then
+    echo "install.sh: no swift on PATH (nor /opt/swift/usr/bin): install Swift 6.3 from https://swift.org/install" >&2
+    exit 1
+fi
+if ! version=$(swift --version 2>&1); then
+    echo "install.sh: 'swift --version' failed:" >&2
+    echo "$version" >&2
+    exit 1
+fi
+echo "install.sh: packages present; ${version%%$'\n'*}"
