@@ -40,29 +40,45 @@ enum CarbScanBinary {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
+        process.standardInput = FileHandle.nullDevice
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
         return RunningProcess(process: process, log: log)
     }
 
-    /// Runs `carbscan ARGS` to completion.
-    static func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs `carbscan ARGS` to completion. Output goes through files, not pipes: a pipe's write end inherited by
+    /// a long-lived worker another test spawned at the same moment would keep a reader waiting for ever, and
+    /// waiting is done by polling so no cooperative thread blocks.
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
         process.environment = env
-        let out = Pipe()
-        let err = Pipe()
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-run-\(UUID().uuidString)")
+        let outURL = base.appendingPathExtension("out")
+        let errURL = base.appendingPathExtension("err")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: outURL)
+            try? FileManager.default.removeItem(at: errURL)
+        }
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        try? out.close()
+        try? err.close()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        return (
+            process.terminationStatus, (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+            (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        )
     }
 
     static func freePort() -> Int {
@@ -94,7 +110,7 @@ struct RunningProcess {
         while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
             return nil
         }
         return process.terminationStatus

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Queue benchmark, carbscan against Sidekiq 6.4 on the same machine and Redis, in one run.
+#   ops/bench/queue.sh [--runs N]     (default 3; figures are medians)
+# Writes ops/bench/results/queue-<date>.md (with the machine's description) and the raw JSON beside it.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+runs=3
+[[ "${1:-}" == "--runs" ]] && runs="$2"
+
+if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
+export SWIFT_DETERMINISTIC_HASHING=1
+ops/install.sh
+ops/services.sh start redis
+# shellcheck source=/dev/null
+source .local/env.sh
+
+swift build -c release --product carbscan
+bin="$(swift build -c release --show-bin-path)/carbscan"
+day="$(date -u +%F)"
+out="ops/bench/results"
+mkdir -p "$out"
+
+echo "carbscan bench queue --runs $runs" >&2
+"$bin" bench queue --runs "$runs" > "$out/queue-$day-carbscan.json"
+echo "sidekiq reference --runs $runs" >&2
+ops/bench/sidekiq.sh --runs "$runs" > "$out/queue-$day-sidekiq.json"
+
+python3 - "$out/queue-$day-carbscan.json" "$out/queue-$day-sidekiq.json" "$out/queue-$day.md" "$runs" <<'PY'
+import json, platform, subprocess, sys, datetime
+ours, theirs = (json.load(open(p)) for p in sys.argv[1:3])
+def sh(cmd):
+    try: return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except Exception: return "?"
+cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
+machine = f"{cpu}, {sh('nproc')} cores, {sh('free -g | awk \"/Mem:/{print \\$2}\"')} GiB, {platform.system()} {platform.release()}, {sh('redis-server --version | cut -d\" \" -f3')}, Swift {sh('swift --version 2>&1 | head -1 | sed -n \"s/.*version \\([0-9.]*\\).*/\\1/p\"')}, {sh('ruby --version | cut -d\" \" -f1-2')}"
+rows = [
+    ("bulk enqueue, jobs/s", "bulk_enqueue_per_s", "higher", 2),
+    ("single enqueue (one by one, awaited), jobs/s", "single_enqueue_per_s", "higher", 3),
+    ("process, 2 worker processes, jobs/s", "process_per_s", "higher", 5),
+    ("pickup latency p50, ms", "pickup_p50_ms", "lower", None),
+    ("pickup latency p99, ms", "pickup_p99_ms", "lower", 1),
+    ("pickup latency max, ms", "pickup_max_ms", "lower", None),
+    ("worker CPU per job, µs", "worker_cpu_us_per_job", "lower", 5),
+]
+lines = [f"# Queue benchmark, {datetime.date.today().isoformat()}", "",
+         f"Machine: {machine}.", f"Medians of {sys.argv[4]} runs, both systems measured in one run of `ops/bench/queue.sh` on one Redis "
+         "(persistence off). Definitions: `carbscan bench queue --help` and `ops/bench/sidekiq/bench.rb`.", "",
+         "| figure | carbscan | Sidekiq 6.4 | ratio | target |", "| --- | --- | --- | --- | --- |"]
+for name, key, better, target in rows:
+    a, b = ours[key], theirs[key]
+    ratio = a / b if better == "higher" else b / a
+    goal = "" if target is None else (f"≥ {target}×" if better == "higher" else ("≤ Sidekiq" if target == 1 else f"≤ 1/{target}"))
+    met = "" if target is None else (" ✓" if ratio >= target else " ✗")
+    lines.append(f"| {name} | {a:,.1f} | {b:,.1f} | {ratio:.2f}× {'faster' if better == 'higher' else 'better'} | {goal}{met} |")
+extra = ours.get("single_enqueue_64_in_flight_per_s")
+if extra: lines += ["", f"carbscan single enqueue with 64 calls in flight (auto-pipelined): {extra:,.0f} jobs/s."]
+lines += ["", f"carbscan: {ours['workers']} workers × concurrency {ours['concurrency_per_worker']}; at-least-once on (stream pending list, batched acks)."]
+open(sys.argv[3], "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
