@@ -88,7 +88,7 @@ public final class CronScheduler: Service {
             } catch {
                 failures += 1
                 logger.error("cron fire failed, retrying", metadata: ["kind": "\(entry.kind)", "error": "\(error)"])
-                try? await Task.sleep(for: .milliseconds(min(5000, 100 << min(failures - 1, 6))))
+                try? await Task.sleep(for: retryDelay(afterFailures: failures))
             }
         }
     }

@@ -125,7 +125,7 @@ public final class Worker: Service {
                 failures = 0
             } catch {
                 failures += 1
-                let delay = Duration.milliseconds(min(5000, 100 << min(failures - 1, 6)))
+                let delay = retryDelay(afterFailures: failures)
                 logger.error("fetch failed, retrying", metadata: ["error": "\(error)", "retryIn": "\(delay)"])
                 try? await Task.sleep(for: delay)
                 continue
@@ -243,7 +243,7 @@ public final class Worker: Service {
                     failures += 1
                     // The jobs stay leased to us; if Redis stays away past their visibility timeout they are
                     // re-delivered elsewhere (at-least-once), so nothing is lost by waiting here.
-                    let delay = Duration.milliseconds(min(5000, 100 << min(failures - 1, 6)))
+                    let delay = retryDelay(afterFailures: failures)
                     logger.error("recording outcomes failed, retrying", metadata: ["error": "\(error)", "jobs": "\(batch.count)"])
                     try? await Task.sleep(for: delay)
                 }
@@ -333,7 +333,7 @@ public final class Worker: Service {
                 return
             } catch {
                 failures += 1
-                let delay = Duration.milliseconds(min(5000, 100 << min(failures - 1, 6)))
+                let delay = retryDelay(afterFailures: failures)
                 logger.error("redis unavailable, retrying", metadata: ["error": "\(error)", "retryIn": "\(delay)"])
                 try? await Task.sleep(for: delay)
             }

@@ -83,6 +83,20 @@ public final class RedisClient: Sendable {
         return sha
     }
 
+    /// Deletes every key matching `pattern` (SCAN + UNLINK in pages, never `KEYS`). Returns how many.
+    @discardableResult
+    public func unlinkKeys(matching pattern: String) async throws -> Int {
+        var cursor = "0"
+        var count = 0
+        repeat {
+            let reply = try await send(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"]).array ?? []
+            cursor = reply.first?.string ?? "0"
+            let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
+            if !keys.isEmpty { count += try await send(["UNLINK"] + keys).int ?? 0 }
+        } while cursor != "0"
+        return count
+    }
+
     /// A connection of its own, for blocking commands. Close it when done.
     public func blockingConnection(name: String = "redis-blocking") -> BlockingConnection {
         BlockingConnection(thread: ConnectionThread(name: name, configuration: configuration, logger: logger), pool: self)

@@ -188,13 +188,7 @@ struct QueueBench: AsyncParsableCommand {
     }
 
     private func clear(_ prefix: String, _ redis: RedisClient) async throws {
-        var cursor = "0"
-        repeat {
-            let reply = try await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array ?? []
-            cursor = reply.first?.string ?? "0"
-            let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
-            if !keys.isEmpty { _ = try await redis.send(["UNLINK"] + keys) }
-        } while cursor != "0"
+        try await redis.unlinkKeys(matching: "\(prefix):*")
     }
 }
 

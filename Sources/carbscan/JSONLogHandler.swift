@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Queue
 
 /// Writes one JSON object per line to stderr: `{"ts":…,"level":…,"msg":…,"logger":…, metadata…}`.
 /// Nothing secret is ever put in metadata by this project (URLs are logged redacted, tokens never).
@@ -46,19 +47,7 @@ struct JSONLogHandler: LogHandler {
     }
 
     static func appendQuoted(_ text: String, to line: inout String) {
-        line += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": line += "\\\""
-            case "\\": line += "\\\\"
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            case "\t": line += "\\t"
-            case let c where c.value < 0x20: line += String(format: "\\u%04x", c.value)
-            default: line.unicodeScalars.append(scalar)
-            }
-        }
-        line += "\""
+        line += JSONValue.string(text).jsonString
     }
 }
 

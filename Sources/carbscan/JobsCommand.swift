@@ -81,7 +81,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
-                guard let jobID = JobID(rawValue: id) else { throw CLIError("'\(id)' is not a job id (a UUID)", exitCode: 65) }
+                let jobID = try parseJobID(id)
                 guard let record = try await queue.record(jobID) else { throw CLIError("no job \(id) (unknown, or expired by retention)", exitCode: 4) }
                 if json {
                     print(try jsonText(record))
@@ -101,7 +101,7 @@ struct JobsCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
-                guard let jobID = JobID(rawValue: id) else { throw CLIError("'\(id)' is not a job id (a UUID)", exitCode: 65) }
+                let jobID = try parseJobID(id)
                 let from = try await queue.retryNow(jobID)
                 print("\(jobID) queued (was in the \(from) set)")
                 queue.redis.close()
@@ -152,7 +152,7 @@ struct JobsCommand: AsyncParsableCommand {
                     if all {
                         print("\(try await queue.retryAllDead()) jobs queued")
                     } else {
-                        guard let jobID = JobID(rawValue: id!) else { throw CLIError("'\(id!)' is not a job id (a UUID)", exitCode: 65) }
+                        let jobID = try parseJobID(id!)
                         guard let record = try await queue.record(jobID), record.inDeadSet else {
                             throw CLIError("job \(id!) is not in the dead set", exitCode: 4)
                         }
@@ -172,7 +172,7 @@ struct JobsCommand: AsyncParsableCommand {
             func run() async throws {
                 try await reportingErrors {
                     let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
-                    guard let jobID = JobID(rawValue: id) else { throw CLIError("'\(id)' is not a job id (a UUID)", exitCode: 65) }
+                    let jobID = try parseJobID(id)
                     try await queue.discardDead(jobID)
                     print("\(jobID) discarded")
                     queue.redis.close()
@@ -180,6 +180,11 @@ struct JobsCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+func parseJobID(_ text: String) throws -> JobID {
+    guard let id = JobID(rawValue: text) else { throw CLIError("'\(text)' is not a job id (a UUID)", exitCode: 65) }
+    return id
 }
 
 func jsonText<T: Encodable>(_ value: T) throws -> String {

@@ -2,6 +2,7 @@
 # Queue benchmark, carbscan against Sidekiq 6.4 on the same machine and Redis, in one run.
 #   ops/bench/queue.sh [--runs N]     (default 3; figures are medians)
 # Writes ops/bench/results/queue-<date>.md (with the machine's description) and the raw JSON beside it.
+# REPORT_ONLY=1 rewrites the report from that day's JSON.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3
@@ -14,16 +15,17 @@ ops/services.sh start redis
 # shellcheck source=/dev/null
 source .local/env.sh
 
-swift build -c release --product carbscan
-bin="$(swift build -c release --show-bin-path)/carbscan"
 day="$(date -u +%F)"
 out="ops/bench/results"
 mkdir -p "$out"
-
-echo "carbscan bench queue --runs $runs" >&2
-"$bin" bench queue --runs "$runs" > "$out/queue-$day-carbscan.json"
-echo "sidekiq reference --runs $runs" >&2
-ops/bench/sidekiq.sh --runs "$runs" > "$out/queue-$day-sidekiq.json"
+if [[ "${REPORT_ONLY:-}" != 1 ]]; then
+    swift build -c release --product carbscan
+    bin="$(swift build -c release --show-bin-path)/carbscan"
+    echo "carbscan bench queue --runs $runs" >&2
+    "$bin" bench queue --runs "$runs" > "$out/queue-$day-carbscan.json"
+    echo "sidekiq reference --runs $runs" >&2
+    ops/bench/sidekiq.sh --runs "$runs" > "$out/queue-$day-sidekiq.json"
+fi
 
 python3 - "$out/queue-$day-carbscan.json" "$out/queue-$day-sidekiq.json" "$out/queue-$day.md" "$runs" <<'PY'
 import json, platform, subprocess, sys, datetime
@@ -32,7 +34,11 @@ def sh(cmd):
     try: return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
     except Exception: return "?"
 cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
-machine = f"{cpu}, {sh('nproc')} cores, {sh('free -g | awk \"/Mem:/{print \\$2}\"')} GiB, {platform.system()} {platform.release()}, {sh('redis-server --version | cut -d\" \" -f3')}, Swift {sh('swift --version 2>&1 | head -1 | sed -n \"s/.*version \\([0-9.]*\\).*/\\1/p\"')}, {sh('ruby --version | cut -d\" \" -f1-2')}"
+mem = sh("free -g | awk '/Mem:/{print $2}'")
+redis = sh("redis-server --version | cut -d' ' -f3")
+swift = sh("swift --version 2>&1 | head -1")
+ruby = sh("ruby --version | cut -d' ' -f1-2")
+machine = f"{cpu}, {sh('nproc')} cores, {mem} GiB, {platform.system()} {platform.release()}, Redis {redis}, {swift}, {ruby}"
 rows = [
     ("bulk enqueue, jobs/s", "bulk_enqueue_per_s", "higher", 2),
     ("single enqueue (one by one, awaited), jobs/s", "single_enqueue_per_s", "higher", 3),

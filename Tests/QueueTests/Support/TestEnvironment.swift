@@ -75,13 +75,7 @@ struct TestEnvironment {
 
     /// Deletes every key of this test.
     func cleanUp() async {
-        var cursor = "0"
-        repeat {
-            guard let reply = try? await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array else { break }
-            cursor = reply.first?.string ?? "0"
-            let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
-            if !keys.isEmpty { _ = try? await redis.send(["UNLINK"] + keys) }
-        } while cursor != "0"
+        _ = try? await redis.unlinkKeys(matching: "\(prefix):*")
         redis.close()
     }
 

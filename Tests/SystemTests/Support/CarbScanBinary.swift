@@ -38,7 +38,7 @@ enum CarbScanBinary {
         for (key, value) in extra { environment[key] = value }
         process.environment = environment
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = handle
@@ -60,8 +60,8 @@ enum CarbScanBinary {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-run-\(UUID().uuidString)")
         let outURL = base.appendingPathExtension("out")
         let errURL = base.appendingPathExtension("err")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)
@@ -129,13 +129,7 @@ func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -
 
 /// Deletes every key under `prefix`.
 func removeKeys(prefix: String, redis: RedisClient) async {
-    var cursor = "0"
-    repeat {
-        guard let reply = try? await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array else { return }
-        cursor = reply.first?.string ?? "0"
-        let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
-        if !keys.isEmpty { _ = try? await redis.send(["UNLINK"] + keys) }
-    } while cursor != "0"
+    _ = try? await redis.unlinkKeys(matching: "\(prefix):*")
 }
 
 extension JobQueue {
