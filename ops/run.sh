@@ -3,16 +3,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
-    export PATH=/opt/swift/usr/bin:$PATH
-fi
-
-ops/install.sh
-
-started=()
-for service in redis postgres; do
-    ops/services.sh running "$service" || started+=("$service")
-done
+# shellcheck source=ops/prelude.sh
+source ops/prelude.sh
 pids=()
 
 # At exit: SIGTERM to every process, wait for their graceful shutdown (SIGKILL after 40 s), then stop
@@ -37,7 +29,6 @@ trap 'exit 143' TERM
 ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh
-export SWIFT_DETERMINISTIC_HASHING=1
 
 swift build -c release --product carbscan
 carbscan="$(swift build -c release --show-bin-path)/carbscan"

@@ -8,9 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3
 [[ "${1:-}" == "--runs" ]] && runs="$2"
 
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
-export SWIFT_DETERMINISTIC_HASHING=1
-ops/install.sh
+# shellcheck source=ops/prelude.sh
+source ops/prelude.sh
 ops/services.sh start redis
 # shellcheck source=/dev/null
 source .local/env.sh
