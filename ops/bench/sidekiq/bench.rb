@@ -152,29 +152,31 @@ def clear_enqueue_queue
   end
 end
 
-def bulk_enqueue
+# Times `block` pushing N_JOBS jobs to the unworked enqueue queue; checks they all arrived; returns jobs/s.
+def timed_enqueue(name)
   clear_enqueue_queue
-  payload = noop_payloads(BATCH)
   t0 = mono
-  (N_JOBS / BATCH).times do
-    Sidekiq::Client.push_bulk("class" => NoopJob, "args" => payload, "queue" => ENQ_QUEUE)
-  end
+  yield
   dt = mono - t0
   n = redis { |c| c.llen("queue:#{ENQ_QUEUE}") }
-  raise "bulk enqueue: expected #{N_JOBS} jobs, found #{n}" unless n == N_JOBS
+  raise "#{name}: expected #{N_JOBS} jobs, found #{n}" unless n == N_JOBS
   clear_enqueue_queue
   N_JOBS / dt
 end
 
+def bulk_enqueue
+  payload = noop_payloads(BATCH)
+  timed_enqueue("bulk enqueue") do
+    (N_JOBS / BATCH).times do
+      Sidekiq::Client.push_bulk("class" => NoopJob, "args" => payload, "queue" => ENQ_QUEUE)
+    end
+  end
+end
+
 def single_enqueue
-  clear_enqueue_queue
-  t0 = mono
-  N_JOBS.times { Sidekiq::Client.push("class" => NoopJob, "args" => [], "queue" => ENQ_QUEUE) }
-  dt = mono - t0
-  n = redis { |c| c.llen("queue:#{ENQ_QUEUE}") }
-  raise "single enqueue: expected #{N_JOBS} jobs, found #{n}" unless n == N_JOBS
-  clear_enqueue_queue
-  N_JOBS / dt
+  timed_enqueue("single enqueue") do
+    N_JOBS.times { Sidekiq::Client.push("class" => NoopJob, "args" => [], "queue" => ENQ_QUEUE) }
+  end
 end
 
 # Bulk-enqueue n jobs to the worker queue from a separate (forked) producer
