@@ -13,6 +13,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // jwt-kit 5.7+ needs swift-crypto ≥ 4.1; the machine has 3.12.3 and 4.5.2.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -20,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CHiredis", path: "Sources/CHiredis"),
         .systemLibrary(name: "CLibpq", path: "Sources/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // bcrypt through libxcrypt's crypt_r: <crypt.h> is not in Glibc's module.
+        .systemLibrary(name: "CCrypt", path: "Sources/CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
 
         .target(
             name: "Redis",
@@ -35,19 +41,68 @@ let package = Package(
             ]
         ),
         .target(
+            name: "Postgres",
+            dependencies: ["CLibpq", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "OutboundHTTP",
+            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "Store",
+            dependencies: ["Postgres", .product(name: "Logging", package: "swift-log")],
+            resources: [.copy("Migrations")]
+        ),
+        .target(
+            name: "Accounts",
+            dependencies: [
+                "CCrypt", "Store", "Postgres", "OutboundHTTP",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "API",
+            dependencies: [
+                "Accounts", "Store", "Postgres", "Queue", "Redis", "OutboundHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            resources: [.copy("openapi.json")]
+        ),
+        .target(
             name: "Workers",
             dependencies: ["Queue", "Redis", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "carbscan",
             dependencies: [
-                "Queue", "Workers", "Redis",
+                "Queue", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "RedisTests", dependencies: ["Redis"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        .testTarget(
+            name: "OutboundHTTPTests",
+            dependencies: ["OutboundHTTP", .product(name: "Hummingbird", package: "hummingbird")]
+        ),
+        .testTarget(
+            name: "APITests",
+            dependencies: [
+                "API", "Accounts", "Store", "Postgres", "Queue", "Redis",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "Redis", "Workers"]),
         .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "carbscan"]),
     ],

@@ -13,3 +13,14 @@ static inline CURLcode carbscan_curl_easy_getinfo_long(CURL *handle, CURLINFO in
 static inline CURLMcode carbscan_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+static inline CURLcode carbscan_curl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+/* CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION share this signature. */
+static inline CURLcode carbscan_curl_easy_setopt_write_callback(CURL *handle, CURLoption option, curl_write_callback callback) {
+    return curl_easy_setopt(handle, option, callback);
+}
+/* CURL_GLOBAL_DEFAULT is a macro expression Swift does not import. */
+static inline CURLcode carbscan_curl_global_init_default(void) {
+    return curl_global_init(CURL_GLOBAL_DEFAULT);
+}

@@ -86,7 +86,7 @@ enum Scripts {
         """
 
     /// KEYS: stream, scheduled, cron. ARGV: prefix, count, then per job:
-    /// id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode.
+    /// id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode, owner.
     /// Returns per job: the id, `dup:<id of the holder>` for a taken unique key, or `skip` for a cron fire already done.
     static let enqueue = RedisScript(
         name: "enqueue",
@@ -96,10 +96,10 @@ enum Scripts {
             local now = nowMs()
             local out = {}
             for i = 0, n - 1 do
-              local b = 2 + i * 11
+              local b = 2 + i * 12
               local id, kind, payload, max, vis = ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4], ARGV[b+5]
               local delay, ukey, uttl = tonumber(ARGV[b+6]), ARGV[b+7], ARGV[b+8]
-              local cronName, fire, cronMode = ARGV[b+9], ARGV[b+10], ARGV[b+11]
+              local cronName, fire, cronMode, owner = ARGV[b+9], ARGV[b+10], ARGV[b+11], ARGV[b+12]
               local result = id
               if cronName ~= '' then
                 -- Exactly once per fire time, however many schedulers: the last fire time only moves forward.
@@ -125,6 +125,7 @@ enum Scripts {
                 redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', 'queued', 'attempts', 0,
                   'max', max, 'vis', vis, 'enq', now)
                 if ukey ~= '' then redis.call('HSET', key, 'unique', ukey) end
+                if owner ~= '' then redis.call('HSET', key, 'owner', owner) end
                 if cronName ~= '' then redis.call('HSET', key, 'fire', fire) end
                 if delay > 0 then
                   redis.call('HSET', key, 'runAt', now + delay)

@@ -26,13 +26,16 @@ public struct EnqueueOptions: Sendable {
     public var uniqueKey: String?
     /// How long `uniqueKey` holds (default: the kind's uniqueness TTL, else 24 h).
     public var uniqueTTL: Duration?
+    /// Who the job belongs to (an opaque id, e.g. a user's): kept in its record so a reader can check ownership.
+    public var owner: String?
     /// Set by the scheduler: this enqueue is the fire of `cron` at `fireTime`, done at most once.
     var cron: CronFire?
 
-    public init(delay: Duration? = nil, uniqueKey: String? = nil, uniqueTTL: Duration? = nil) {
+    public init(delay: Duration? = nil, uniqueKey: String? = nil, uniqueTTL: Duration? = nil, owner: String? = nil) {
         self.delay = delay
         self.uniqueKey = uniqueKey
         self.uniqueTTL = uniqueTTL
+        self.owner = owner
     }
 
     struct CronFire: Sendable {
@@ -122,7 +125,7 @@ public final class JobQueue: Sendable {
                 String(spec.visibilityTimeout.milliseconds), String(max(0, job.options.delay?.milliseconds ?? 0)),
                 uniqueKey ?? "", String((uniqueTTL ?? .seconds(86_400)).milliseconds),
                 cron?.name ?? "", cron.map { String(Int64($0.fireTime.timeIntervalSince1970 * 1000)) } ?? "0",
-                cron?.catchUp == true ? "catch-up" : "on-time",
+                cron?.catchUp == true ? "catch-up" : "on-time", job.options.owner ?? "",
             ]))
         }
         var results = [EnqueueResult](repeating: .alreadyFired, count: jobs.count)
@@ -133,7 +136,7 @@ public final class JobQueue: Sendable {
                 let chunk = group[start..<min(start + 1000, group.count)]
                 start += chunk.count
                 var arguments = [keys.base, String(chunk.count)]
-                arguments.reserveCapacity(2 + chunk.count * 11)
+                arguments.reserveCapacity(2 + chunk.count * 12)
                 for job in chunk { arguments.append(contentsOf: job.arguments) }
                 let reply = try await redis.run(Scripts.enqueue, keys: [keys.stream, keys.scheduled, keys.cron], arguments: arguments)
                 let answers = reply.array ?? []

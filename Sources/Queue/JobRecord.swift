@@ -34,6 +34,8 @@ public struct JobRecord: Sendable, Codable, Equatable {
     public var uniqueKey: String?
     /// The worker (consumer) that last started it.
     public var worker: String?
+    /// Who enqueued it (`EnqueueOptions.owner`), if anyone said.
+    public var owner: String?
     /// Whether it sits in the dead set (it can be retried by hand).
     public var inDeadSet: Bool
 
@@ -60,6 +62,7 @@ public struct JobRecord: Sendable, Codable, Equatable {
         self.scheduledFor = date("fire")
         self.uniqueKey = fields["unique"]
         self.worker = fields["worker"]
+        self.owner = fields["owner"]
         self.inDeadSet = inDeadSet
     }
 

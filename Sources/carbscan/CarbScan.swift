@@ -4,6 +4,6 @@ import ArgumentParser
 struct CarbScan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "carbscan",
-        abstract: "CarbScan backend: job workers, the cron scheduler and operator commands.",
-        subcommands: [WorkCommand.self, ScheduleCommand.self, JobsCommand.self, BenchCommand.self])
+        abstract: "CarbScan backend: the mobile API, job workers, the cron scheduler and operator commands.",
+        subcommands: [ServeCommand.self, MigrateCommand.self, WorkCommand.self, ScheduleCommand.self, JobsCommand.self, BenchCommand.self])
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Postgres
 import Queue
 import Redis
 
@@ -9,6 +10,9 @@ import Redis
 struct GlobalOptions: ParsableArguments {
     @Option(help: "Redis URL, redis://[:password@]host:port/db (env REDIS_URL).")
     var redisURL: String = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+
+    @Option(help: "Postgres URL, postgres://user[:password]@host:port/db (env DATABASE_URL).")
+    var databaseURL: String = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
 
     @Option(help: "Folder of the job kind files (env CARBSCAN_JOBS_DIR).")
     var jobsDir: String = ProcessInfo.processInfo.environment["CARBSCAN_JOBS_DIR"] ?? "jobs"
@@ -30,6 +34,16 @@ struct GlobalOptions: ParsableArguments {
             return try RedisClient(url: redisURL, logger: logger)
         } catch {
             throw CLIError("\(error.message)", exitCode: 64)
+        }
+    }
+
+    func database(logger: Logger, poolSize: Int = 8) throws -> PostgresClient {
+        do {
+            var configuration = try PostgresConfiguration(url: databaseURL)
+            configuration.poolSize = poolSize
+            return PostgresClient(configuration: configuration, logger: logger)
+        } catch {
+            throw CLIError("\(error)", exitCode: 64)
         }
     }
 
@@ -62,5 +76,8 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as RedisError {
         FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
         throw ExitCode(error.isTransient ? 69 : 1)
+    } catch let error as PostgresError {
+        FileHandle.standardError.write(Data("error: Postgres: \(error.description)\n".utf8))
+        throw ExitCode(error.code == .connection || error.code == .timeout ? 69 : 1)
     }
 }

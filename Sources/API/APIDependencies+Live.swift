@@ -1,0 +1,28 @@
+import Accounts
+import Foundation
+import Logging
+import OutboundHTTP
+import Postgres
+import Queue
+
+extension APIDependencies {
+    /// The production wiring from a database, a queue and the environment (`LOGIN_WEBHOOK_URL`,
+    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`).
+    public static func live(
+        database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
+        http: HTTPClient = HTTPClient()
+    ) async throws -> APIDependencies {
+        let apple = auth.apple.map { IdentityVerifier(provider: $0, http: http, logger: logger) }
+        let extra = auth.extraIssuers.map { IdentityVerifier(provider: $0, http: http, logger: logger) }
+        let accounts = AccountService(
+            database: database, configuration: auth,
+            accessTokens: await AccessTokens(secret: auth.jwtSecret, lifetime: auth.accessTokenLifetime), apple: apple,
+            extraIssuers: extra, logger: logger)
+        var throttle = LoginThrottle(redis: queue.redis, prefix: queue.options.prefix)
+        if let value = environment["LOGIN_MAX_FAILURES"].flatMap(Int.init) { throttle.maxFailures = value }
+        if let value = environment["LOGIN_MAX_ATTEMPTS_PER_IP"].flatMap(Int.init) { throttle.maxAttemptsPerIP = value }
+        return APIDependencies(
+            database: database, redis: queue.redis, queue: queue, accounts: accounts, throttle: throttle,
+            loginWebhookConfigured: !(environment["LOGIN_WEBHOOK_URL"] ?? "").isEmpty, logger: logger)
+    }
+}

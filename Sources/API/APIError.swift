@@ -1,0 +1,61 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Queue
+
+/// A refusal in the seed's envelope: `{success: false, error: {code, message, details}, meta}`.
+public struct APIError: Error, Sendable, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var details: [String: JSONValue]?
+    public var headers: HTTPFields
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, details: [String: JSONValue]? = nil, headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+        self.headers = headers
+    }
+
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    public static func validation(_ field: String, _ message: String) -> APIError {
+        APIError(.badRequest, "VALIDATION_ERROR", message, details: ["field": .string(field)])
+    }
+
+    public static let unauthorized = APIError(.unauthorized, "UNAUTHORIZED", "Missing or invalid authentication")
+
+    public static func notFound(_ what: String) -> APIError { APIError(.notFound, "NOT_FOUND", "\(what) not found") }
+}
+
+/// Turns every error a handler throws into the envelope: client errors keep their status and code; anything else
+/// is a 500 `SERVER_ERROR` whose cause is logged (never sent).
+struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return Envelope.failure(error)
+        } catch let error as HTTPError {
+            // Hummingbird's own refusals: body over the limit, unknown route, bad method.
+            switch error.status {
+            case .contentTooLarge:
+                return Envelope.failure(APIError(.contentTooLarge, "PAYLOAD_TOO_LARGE", "request body is too large"))
+            case .notFound:
+                return Envelope.failure(APIError.notFound("route \(request.method) \(request.uri.path)"))
+            case .methodNotAllowed:
+                return Envelope.failure(APIError(.methodNotAllowed, "METHOD_NOT_ALLOWED", "\(request.method) is not allowed here"))
+            case let status where (400..<500).contains(status.code):
+                return Envelope.failure(APIError(status, "BAD_REQUEST", error.body ?? status.reasonPhrase))
+            default:
+                context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+                return Envelope.failure(APIError(.internalServerError, "SERVER_ERROR", "Internal server error"))
+            }
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
+            return Envelope.failure(APIError(.internalServerError, "SERVER_ERROR", "Internal server error"))
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Accounts
+import Foundation
+import Hummingbird
+import Logging
+import Postgres
+import Queue
+import Redis
+
+/// What the API needs from the rest of the system.
+public struct APIDependencies: Sendable {
+    public var database: PostgresClient
+    public var redis: RedisClient
+    public var queue: JobQueue
+    public var accounts: AccountService
+    public var throttle: LoginThrottle
+    /// `LOGIN_WEBHOOK_URL` is set: sign-ins and sign-outs enqueue a `login-webhook` job.
+    public var loginWebhookConfigured: Bool
+    public var logger: Logger
+
+    public init(
+        database: PostgresClient, redis: RedisClient, queue: JobQueue, accounts: AccountService, throttle: LoginThrottle,
+        loginWebhookConfigured: Bool, logger: Logger
+    ) {
+        self.database = database
+        self.redis = redis
+        self.queue = queue
+        self.accounts = accounts
+        self.throttle = throttle
+        self.loginWebhookConfigured = loginWebhookConfigured
+        self.logger = logger
+    }
+}
+
+/// The CarbScan mobile API (`/api/mobile/v1`, seed 001) on Hummingbird 2.
+public enum APIServer {
+    /// The router with every route, and the list of (method, path) it serves.
+    public static func router(_ dependencies: APIDependencies) throws -> (router: Router<APIContext>, routes: [(method: String, path: String)]) {
+        let router = Router(context: APIContext.self)
+        router.add(middleware: ErrorEnvelopeMiddleware())
+        let api = RouteTable(router: router)
+        let authenticator = Authenticator(accounts: dependencies.accounts)
+        let database = dependencies.database
+        let recorder = LoginRecorder(
+            database: database, queue: dependencies.queue, webhookConfigured: dependencies.loginWebhookConfigured,
+            logger: dependencies.logger)
+        HealthRoutes(database: database, redis: dependencies.redis, openAPIDocument: try openAPIDocument()).register(on: api)
+        AuthRoutes(accounts: dependencies.accounts, authenticator: authenticator, throttle: dependencies.throttle, recorder: recorder)
+            .register(on: api)
+        UserRoutes(accounts: dependencies.accounts, authenticator: authenticator).register(on: api)
+        MealsRoutes(database: database, authenticator: authenticator).register(on: api)
+        InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
+        SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
+        ChatRoutes(database: database, authenticator: authenticator).register(on: api)
+        JobRoutes(queue: dependencies.queue, authenticator: authenticator).register(on: api)
+        return (router, api.routes)
+    }
+
+    public static func application(
+        _ dependencies: APIDependencies, host: String, port: Int, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws -> some ApplicationProtocol {
+        Application(
+            router: try router(dependencies).router,
+            configuration: .init(address: .hostname(host, port: port), serverName: "carbscan"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: dependencies.logger)
+    }
+
+    /// The OpenAPI 3 document of the whole API, shipped as a resource and served at `openapi.json`.
+    public static func openAPIDocument() throws -> Data {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json") else {
+            throw StoreResourceError("openapi.json is missing from the API bundle")
+        }
+        return try Data(contentsOf: url)
+    }
+}
+
+struct StoreResourceError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Queue
+
+/// Reads request bodies: size-checked before they are read whole, decoded strictly, every refusal a 4xx that
+/// names the field.
+enum JSONBody {
+    /// Refuses a body over `limit` bytes with 413: by its Content-Length before reading anything, else as soon as
+    /// the bytes read pass the limit.
+    static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw tooLarge(limit)
+        }
+        do {
+            return try await request.body.collect(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw tooLarge(limit)
+        }
+    }
+
+    static func tooLarge(_ limit: Int) -> APIError {
+        APIError(.contentTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than \(limit) bytes", details: ["limit": .int(limit)])
+    }
+
+    /// Decodes a JSON object into `T`. `allowedKeys` refuses fields the endpoint does not know (where silently
+    /// ignoring one would mislead the client, e.g. a profile field it cannot change).
+    static func decode<T: Decodable>(
+        _ type: T.Type, from request: Request, allowedKeys: Set<String>? = nil, limit: Int = APIContext.maxJSONBodyBytes
+    ) async throws -> T {
+        let buffer = try await collect(request, limit: limit)
+        let data = Data(buffer: buffer)
+        guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            throw APIError(.badRequest, "VALIDATION_ERROR", data.isEmpty ? "request body must be a JSON object" : "request body is not valid JSON")
+        }
+        guard let dictionary = object as? [String: Any] else {
+            throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object")
+        }
+        if let allowedKeys {
+            if let unknown = dictionary.keys.sorted().first(where: { !allowedKeys.contains($0) }) {
+                throw APIError.validation(unknown, "unknown field '\(unknown)'")
+            }
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            guard let date = Timestamp.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "must be an ISO 8601 date-time")
+            }
+            return date
+        }
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw refusal(error)
+        }
+    }
+
+    static func refusal(_ error: DecodingError) -> APIError {
+        func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
+            let keys = codingPath + (last.map { [$0] } ?? [])
+            return keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingPrefix(".").description
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = path(context.codingPath, key)
+            return .validation(field, "field '\(field)' is required")
+        case .valueNotFound(_, let context):
+            let field = path(context.codingPath)
+            return .validation(field, "field '\(field)' must not be null")
+        case .typeMismatch(let type, let context):
+            let field = path(context.codingPath)
+            return .validation(field, "field '\(field)' must be \(describe(type))")
+        case .dataCorrupted(let context):
+            let field = path(context.codingPath)
+            if field.isEmpty { return APIError(.badRequest, "VALIDATION_ERROR", "request body is not valid JSON") }
+            return .validation(field, "field '\(field)' is invalid: \(context.debugDescription)")
+        @unknown default:
+            return APIError(.badRequest, "VALIDATION_ERROR", "request body is invalid")
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Double.Type: "a number"
+        case is Bool.Type: "a boolean"
+        case is [Any].Type: "an array"
+        default: type == [String: Any].self ? "an object" : "of type \(type)"
+        }
+    }
+}
+
+/// Query parameters as bounded integers: anything else is a 400 naming the parameter.
+extension Request {
+    func integer(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws -> Int {
+        guard let text = uri.queryParameters[name[...]] else { return fallback }
+        guard let value = Int(String(text)), range.contains(value) else {
+            throw APIError.validation(name, "query parameter '\(name)' must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Store
+
+/// The user as the seed shows it (`auth/apple`, `auth/me`).
+struct UserDTO: Encodable {
+    var id: String
+    var email: String?
+    var firstName: String?
+    var lastName: String?
+    var subscriptionTier: String
+    var profileImageUrl: String?
+    var emailRemindersEnabled: Bool
+    var timeZone: String
+
+    init(_ user: User) {
+        id = user.id
+        email = user.email
+        firstName = user.firstName
+        lastName = user.lastName
+        subscriptionTier = user.tier.rawValue
+        profileImageUrl = user.profileImageUrl
+        emailRemindersEnabled = user.emailRemindersEnabled
+        timeZone = user.timeZone
+    }
+
+    /// Optionals are written as `null`, as the seed does (`"profileImageUrl": null`), not left out.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(email, forKey: .email)
+        try container.encode(firstName, forKey: .firstName)
+        try container.encode(lastName, forKey: .lastName)
+        try container.encode(subscriptionTier, forKey: .subscriptionTier)
+        try container.encode(profileImageUrl, forKey: .profileImageUrl)
+        try container.encode(emailRemindersEnabled, forKey: .emailRemindersEnabled)
+        try container.encode(timeZone, forKey: .timeZone)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, email, firstName, lastName, subscriptionTier, profileImageUrl, emailRemindersEnabled, timeZone
+    }
+}
+
+/// A meal in history and sync answers. `confidenceLevel` is a string, as seed 001's history example has it.
+struct MealDTO: Encodable {
+    var id: Int64
+    var localId: String?
+    var name: String
+    var carbEstimate: Double
+    var confidenceLevel: String?
+    var createdAt: Date
+    var updatedAt: Date
+
+    init(_ meal: Meal) {
+        id = meal.id
+        localId = meal.localId
+        name = meal.name
+        carbEstimate = meal.carbEstimate
+        confidenceLevel = meal.confidenceLevel.map { String(format: "%.2f", $0) }
+        createdAt = meal.createdAt
+        updatedAt = meal.updatedAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(localId, forKey: .localId)
+        try container.encode(name, forKey: .name)
+        try container.encode(carbEstimate, forKey: .carbEstimate)
+        try container.encode(confidenceLevel, forKey: .confidenceLevel)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+    }
+
+    enum CodingKeys: String, CodingKey { case id, localId, name, carbEstimate, confidenceLevel, createdAt, updatedAt }
+}
+
+/// Checks on client strings: trimmed, non-empty where required, bounded.
+enum Field {
+    static func text(_ value: String?, _ name: String, max: Int, required: Bool = false) throws -> String? {
+        guard let value else {
+            if required { throw APIError.validation(name, "field '\(name)' is required") }
+            return nil
+        }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.isEmpty {
+            if required { throw APIError.validation(name, "field '\(name)' must not be empty") }
+            return nil
+        }
+        guard trimmed.count <= max else { throw APIError.validation(name, "field '\(name)' must be at most \(max) characters") }
+        return trimmed
+    }
+
+    static func number(_ value: Double?, _ name: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let value else { return nil }
+        guard value.isFinite, range.contains(value) else {
+            throw APIError.validation(name, "field '\(name)' must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted())")
+        }
+        return value
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Hummingbird
+import Postgres
+import Store
+
+/// `meals` (history, limited to the tier's window) and `meals/sync` (offline-first delta sync, server wins).
+struct MealsRoutes {
+    let database: PostgresClient
+    let authenticator: Authenticator
+
+    func register(on api: RouteTable) {
+        api.get("meals", list)
+        api.post("meals/sync", sync)
+    }
+
+    struct Page: Encodable {
+        struct Pagination: Encodable {
+            var limit: Int
+            var offset: Int
+            var total: Int
+            var hasMore: Bool
+        }
+        var meals: [MealDTO]
+        var pagination: Pagination
+        /// Meals older than this are outside the tier's history window (null: unlimited).
+        var historyStart: Date?
+    }
+
+    func list(_ request: Request, _ context: APIContext) async throws -> Response {
+        let caller = try await authenticator.caller(request)
+        let limit = try request.integer("limit", default: 20, in: 1...100)
+        let offset = try request.integer("offset", default: 0, in: 0...1_000_000)
+        let since = Self.historyStart(for: caller.user.tier)
+        let (meals, total) = try await Meals(database).page(userID: caller.user.id, since: since, limit: limit, offset: offset)
+        return try Envelope.success(Page(
+            meals: meals.map(MealDTO.init),
+            pagination: .init(limit: limit, offset: offset, total: total, hasMore: offset + meals.count < total),
+            historyStart: since))
+    }
+
+    static func historyStart(for tier: Tier, now: Date = Date()) -> Date? {
+        tier.historyDays.map { now.addingTimeInterval(-Double($0) * 86_400) }
+    }
+
+    struct SyncBody: Decodable {
+        struct Local: Decodable {
+            var localId: String
+            var name: String
+            var carbEstimate: Double
+            var confidenceLevel: Double?
+            var createdAt: Date
+        }
+        var lastSyncTimestamp: Date?
+        var localMeals: [Local]?
+    }
+
+    struct SyncResult: Encodable {
+        struct Synced: Encodable {
+            var localId: String
+            var serverId: Int64
+        }
+        var modifiedMeals: [MealDTO]
+        var syncedLocalMeals: [Synced]
+        var serverTimestamp: Date
+        var conflictResolution = "server_wins"
+    }
+
+    static let maxLocalMeals = 500
+
+    func sync(_ request: Request, _ context: APIContext) async throws -> Response {
+        let caller = try await authenticator.caller(request)
+        let body = try await JSONBody.decode(SyncBody.self, from: request, allowedKeys: ["lastSyncTimestamp", "localMeals"])
+        let locals = body.localMeals ?? []
+        guard locals.count <= Self.maxLocalMeals else {
+            throw APIError.validation("localMeals", "at most \(Self.maxLocalMeals) local meals per sync")
+        }
+        let now = Date()
+        // Everything is checked before anything is written: one bad meal refuses the whole sync.
+        let meals: [LocalMeal] = try locals.enumerated().map { index, local in
+            let at = "localMeals[\(index)]"
+            guard local.createdAt <= now.addingTimeInterval(86_400) else {
+                throw APIError.validation("\(at).createdAt", "field '\(at).createdAt' is in the future")
+            }
+            return LocalMeal(
+                localId: try Field.text(local.localId, "\(at).localId", max: 100, required: true)!,
+                name: try Field.text(local.name, "\(at).name", max: 200, required: true)!,
+                carbEstimate: try Field.number(local.carbEstimate, "\(at).carbEstimate", in: 0...1000)!,
+                confidenceLevel: try Field.number(local.confidenceLevel, "\(at).confidenceLevel", in: 0...1),
+                createdAt: local.createdAt)
+        }
+        if Set(meals.map(\.localId)).count != meals.count {
+            throw APIError.validation("localMeals", "localId values must be unique within one sync")
+        }
+        let serverTimestamp = Date()
+        let synced = try await database.transaction { tx in
+            var synced: [(SyncResult.Synced, inserted: Bool)] = []
+            for meal in meals {
+                let (id, inserted) = try await Meals(tx).upsertLocal(userID: caller.user.id, meal)
+                synced.append((.init(localId: meal.localId, serverId: id), inserted))
+            }
+            return synced
+        }
+        // The client already has the meals it just sent; a localId the server knew comes back in the server's version.
+        let justSynced = Set(synced.filter(\.inserted).map(\.0.serverId))
+        let modified = try await Meals(database).modified(
+            userID: caller.user.id, after: body.lastSyncTimestamp, windowStart: Self.historyStart(for: caller.user.tier), limit: 1000)
+        return try Envelope.success(SyncResult(
+            modifiedMeals: modified.filter { !justSynced.contains($0.id) }.map(MealDTO.init), syncedLocalMeals: synced.map(\.0),
+            serverTimestamp: serverTimestamp))
+    }
+}

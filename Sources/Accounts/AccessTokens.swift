@@ -1,0 +1,65 @@
+import Foundation
+import JWTKit
+
+/// The claims of CarbScan's own access tokens.
+public struct AccessClaims: JWTPayload, Sendable {
+    public var sub: SubjectClaim
+    public var iss: IssuerClaim
+    public var aud: AudienceClaim
+    public var iat: IssuedAtClaim
+    public var exp: ExpirationClaim
+    /// The sign-in (refresh-token family) this token belongs to: revoking the sign-in revokes its access tokens.
+    public var sid: String
+    public var email: String?
+
+    /// Signature, issuer and audience are checked by `AccessTokens.verify`; expiry after the signature,
+    /// so "expired" is only ever said of a token we really issued.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// Issues and verifies access tokens: HS256 with `JWT_SECRET`, in a key collection that holds nothing else, so
+/// no other algorithm (`none`, RS256 with a public key used as an HMAC secret…) can verify.
+public struct AccessTokens: Sendable {
+    public static let issuer = "carbscan"
+    public static let audience = "carbscan-mobile"
+    private let keys: JWTKeyCollection
+    public let lifetime: Duration
+
+    public init(secret: [UInt8], lifetime: Duration) async {
+        keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        self.lifetime = lifetime
+    }
+
+    public func issue(userID: String, sessionID: UUID, email: String?, now: Date = Date()) async throws -> String {
+        let claims = AccessClaims(
+            sub: .init(value: userID), iss: .init(value: Self.issuer), aud: .init(value: [Self.audience]),
+            iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.seconds)),
+            sid: sessionID.uuidString.lowercased(), email: email)
+        return try await keys.sign(claims)
+    }
+
+    public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> AccessClaims {
+        let header = try PeekedHeader(token: token)
+        guard header.alg == "HS256" else { throw TokenError(.invalid, "unexpected token algorithm") }
+        let claims: AccessClaims
+        do {
+            claims = try await keys.verify(token, as: AccessClaims.self)
+        } catch {
+            throw TokenError(.invalid, "token signature or format is invalid")
+        }
+        guard claims.iss.value == Self.issuer, claims.aud.value.contains(Self.audience) else {
+            throw TokenError(.invalid, "token was not issued for this API")
+        }
+        guard claims.exp.value > now else { throw TokenError(.expired, "access token expired") }
+        guard UUID(uuidString: claims.sid) != nil else { throw TokenError(.invalid, "token has no session") }
+        return claims
+    }
+}
+
+extension Duration {
+    var seconds: TimeInterval {
+        let parts = components
+        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,11 @@
+/// Why an account operation was refused. The API maps each case to the seed's status and code.
+public enum AccountError: Error, Equatable, Sendable {
+    /// Wrong email or password: deliberately not saying which.
+    case invalidCredentials
+    case emailTaken
+    case invalidInput(field: String, message: String)
+    case appleNotConfigured
+    case invalidIdentityToken(TokenError)
+    case invalidRefreshToken(reason: String)
+    case userNotFound
+}

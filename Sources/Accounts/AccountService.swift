@@ -1,0 +1,291 @@
+import Crypto
+import Foundation
+import Logging
+import Postgres
+import Store
+
+/// A signed-in session: an access token and the refresh token that renews it.
+public struct Session: Sendable {
+    public var accessToken: String
+    public var refreshToken: String
+    public var sessionID: UUID
+    public var user: User
+}
+
+/// Who made a sign-in or sign-out, for login events and the login webhook.
+public struct SignInEvent: Sendable, Equatable {
+    public var userID: String
+    public var provider: String
+    public var subject: String
+    public var email: String?
+    public var displayName: String?
+
+    public init(userID: String, provider: String, subject: String, email: String?, displayName: String?) {
+        self.userID = userID
+        self.provider = provider
+        self.subject = subject
+        self.email = email
+        self.displayName = displayName
+    }
+}
+
+/// Names the client sends along (Apple sends them with the first sign-in only).
+public struct ProvidedName: Sendable, Equatable {
+    public var email: String?
+    public var firstName: String?
+    public var lastName: String?
+
+    public init(email: String? = nil, firstName: String? = nil, lastName: String? = nil) {
+        self.email = email
+        self.firstName = firstName
+        self.lastName = lastName
+    }
+}
+
+/// Accounts: sign-in with Apple, email and password, extra OIDC issuers; sessions with rotating refresh tokens.
+public struct AccountService: Sendable {
+    public let database: PostgresClient
+    public let configuration: AuthConfiguration
+    public let accessTokens: AccessTokens
+    public let apple: IdentityVerifier?
+    public let extraIssuers: [IdentityVerifier]
+    let hasher: PasswordHasher
+    let logger: Logger
+
+    public init(
+        database: PostgresClient, configuration: AuthConfiguration, accessTokens: AccessTokens, apple: IdentityVerifier?,
+        extraIssuers: [IdentityVerifier], logger: Logger
+    ) {
+        self.database = database
+        self.configuration = configuration
+        self.accessTokens = accessTokens
+        self.apple = apple
+        self.extraIssuers = extraIssuers
+        self.hasher = PasswordHasher(cost: configuration.bcryptCost)
+        self.logger = logger
+    }
+
+    // MARK: Sign in with Apple and other OIDC issuers
+
+    public func signInWithApple(identityToken: String, name: ProvidedName, deviceID: String?) async throws -> (Session, SignInEvent) {
+        guard let apple else { throw AccountError.appleNotConfigured }
+        let identity: VerifiedIdentity
+        do {
+            identity = try await apple.verify(identityToken)
+        } catch {
+            throw AccountError.invalidIdentityToken(error)
+        }
+        let user = try await user(for: identity, name: name, newUserID: identity.subject)
+        let session = try await startSession(user: user, deviceID: deviceID)
+        let displayName = [user.firstName, user.lastName].compactMap { $0 }.joined(separator: " ")
+        return (session, SignInEvent(
+            userID: user.id, provider: "apple", subject: identity.subject, email: user.email,
+            displayName: displayName.isEmpty ? nil : displayName))
+    }
+
+    /// Verifies a bearer token from one of the extra OIDC issuers (e.g. Clerk); nil when it names no such issuer.
+    public func verifyExternal(_ token: String) async throws(AccountError) -> VerifiedIdentity? {
+        guard let issuer = try? PeekedIssuer(token: token).iss,
+            let verifier = extraIssuers.first(where: { $0.provider.issuer == issuer })
+        else { return nil }
+        do {
+            return try await verifier.verify(token)
+        } catch {
+            throw .invalidIdentityToken(error)
+        }
+    }
+
+    /// The user an extra issuer's token stands for; nil when that identity has no account yet.
+    public func linkedUser(for identity: VerifiedIdentity) async throws -> User? {
+        try await Users(database).find(provider: identity.provider, subject: identity.subject)
+    }
+
+    /// Finds the account of an identity, else links it to the account with the same verified email, else creates
+    /// one. Apple's name and email fill only empty fields: Apple sends them on the first sign-in only.
+    public func user(for identity: VerifiedIdentity, name: ProvidedName, newUserID: String? = nil) async throws -> User {
+        // Two first sign-ins at once: the loser of the unique race finds the winner's rows on its second pass.
+        for attempt in 1...2 {
+            do {
+                return try await database.transaction { tx in
+                    let users = Users(tx)
+                    let email = identity.email ?? name.email
+                    let emailVerified = identity.email != nil && identity.emailVerified
+                    if let user = try await users.find(provider: identity.provider, subject: identity.subject) {
+                        try await users.touchIdentity(provider: identity.provider, subject: identity.subject)
+                        try await users.fillMissing(
+                            id: user.id, email: email, emailVerified: emailVerified, firstName: name.firstName, lastName: name.lastName)
+                        return try await users.find(id: user.id) ?? user
+                    }
+                    if emailVerified, let email, let existing = try await users.find(email: email) {
+                        try await users.link(userID: existing.id, provider: identity.provider, subject: identity.subject, email: email)
+                        try await users.fillMissing(
+                            id: existing.id, email: nil, emailVerified: false, firstName: name.firstName, lastName: name.lastName)
+                        return try await users.find(id: existing.id) ?? existing
+                    }
+                    // An unverified email that another account holds is not attached to this new account.
+                    let unclaimedEmail: String? = if let email, try await users.find(email: email) == nil { email } else { nil }
+                    let user = try await users.create(
+                        id: newUserID ?? UUID().uuidString.lowercased(), email: unclaimedEmail, emailVerified: emailVerified,
+                        firstName: name.firstName, lastName: name.lastName)
+                    try await users.link(userID: user.id, provider: identity.provider, subject: identity.subject, email: email)
+                    return user
+                }
+            } catch let error as PostgresError where error.isUniqueViolation && attempt == 1 {
+                continue
+            }
+        }
+        throw AccountError.invalidIdentityToken(TokenError(.invalid, "the account could not be created"))
+    }
+
+    // MARK: Email and password
+
+    public func register(email rawEmail: String, password: String, firstName: String?, lastName: String?, deviceID: String?) async throws -> (Session, SignInEvent) {
+        let email = try Self.normalizedEmail(rawEmail)
+        try Self.checkPassword(password)
+        let hash = try await hasher.hash(password)
+        let user: User
+        do {
+            user = try await database.transaction { tx in
+                let users = Users(tx)
+                let user = try await users.create(
+                    id: UUID().uuidString.lowercased(), email: email, emailVerified: false, firstName: firstName,
+                    lastName: lastName, passwordHash: hash)
+                try await users.link(userID: user.id, provider: "password", subject: email, email: email)
+                return user
+            }
+        } catch let error as PostgresError where error.isUniqueViolation {
+            throw AccountError.emailTaken
+        }
+        let session = try await startSession(user: user, deviceID: deviceID)
+        return (session, event(for: user, provider: "email", subject: email))
+    }
+
+    public func login(email rawEmail: String, password: String, deviceID: String?) async throws -> (Session, SignInEvent) {
+        guard let email = try? Self.normalizedEmail(rawEmail), password.utf8.count <= PasswordHasher.maxPasswordBytes else {
+            await hasher.burnVerification()
+            throw AccountError.invalidCredentials
+        }
+        let users = Users(database)
+        guard let user = try await users.find(provider: "password", subject: email),
+            let hash = try await users.passwordHash(userID: user.id)
+        else {
+            await hasher.burnVerification()
+            throw AccountError.invalidCredentials
+        }
+        guard await hasher.verify(password, against: hash) else { throw AccountError.invalidCredentials }
+        try await users.touchIdentity(provider: "password", subject: email)
+        let session = try await startSession(user: user, deviceID: deviceID)
+        return (session, event(for: user, provider: "email", subject: email))
+    }
+
+    static func normalizedEmail(_ text: String) throws(AccountError) -> String {
+        let email = text.trimmingCharacters(in: .whitespaces).lowercased()
+        // One '@', a non-empty local part, a dotted domain, no spaces: what a mail server can route.
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard email.utf8.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64,
+            parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."), !parts[1].contains(".."),
+            !email.contains(where: { $0.isWhitespace || $0 == "," || $0 == ";" || $0 == "<" || $0 == ">" })
+        else { throw .invalidInput(field: "email", message: "email must be a valid email address") }
+        return email
+    }
+
+    static func checkPassword(_ password: String) throws(AccountError) {
+        guard password.count >= 8 else {
+            throw .invalidInput(field: "password", message: "password must be at least 8 characters")
+        }
+        guard password.utf8.count <= PasswordHasher.maxPasswordBytes else {
+            throw .invalidInput(field: "password", message: "password must be at most \(PasswordHasher.maxPasswordBytes) bytes")
+        }
+    }
+
+    private func event(for user: User, provider: String, subject: String) -> SignInEvent {
+        let name = [user.firstName, user.lastName].compactMap { $0 }.joined(separator: " ")
+        return SignInEvent(userID: user.id, provider: provider, subject: subject, email: user.email, displayName: name.isEmpty ? nil : name)
+    }
+
+    // MARK: Sessions
+
+    /// A new sign-in: a new refresh-token family.
+    func startSession(user: User, deviceID: String?) async throws -> Session {
+        let family = UUID()
+        let refresh = try await issueRefreshToken(userID: user.id, family: family, deviceID: deviceID, on: database)
+        let access = try await accessTokens.issue(userID: user.id, sessionID: family, email: user.email)
+        return Session(accessToken: access, refreshToken: refresh, sessionID: family, user: user)
+    }
+
+    private func issueRefreshToken(userID: String, family: UUID, deviceID: String?, on db: any PostgresQueryable) async throws -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let token = "rt_" + Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        try await RefreshTokens(db).insert(
+            userID: userID, tokenHash: Self.hash(token), familyID: family, deviceID: deviceID,
+            expiresAt: Date().addingTimeInterval(configuration.refreshTokenLifetime.seconds))
+        return token
+    }
+
+    static func hash(_ token: String) -> [UInt8] { Array(SHA256.hash(data: Array(token.utf8))) }
+
+    /// Rotates a refresh token: the old one is used up, a new one of the same family is returned. Presenting a
+    /// token that was already rotated is taken as theft: the whole family (every token of that sign-in) is revoked.
+    public func refresh(_ refreshToken: String) async throws -> Session {
+        let tokens = RefreshTokens(database)
+        guard let record = try await tokens.find(tokenHash: Self.hash(refreshToken)) else {
+            throw AccountError.invalidRefreshToken(reason: "refresh token is not valid")
+        }
+        if record.revokedAt != nil { throw AccountError.invalidRefreshToken(reason: "refresh token was revoked") }
+        if record.replacedAt != nil {
+            try await tokens.revokeFamily(record.familyID, reason: "reuse")
+            logger.warning("refresh token reused: family revoked", metadata: ["user": "\(record.userID)"])
+            throw AccountError.invalidRefreshToken(reason: "refresh token was already used; sign in again")
+        }
+        guard record.expiresAt > Date() else { throw AccountError.invalidRefreshToken(reason: "refresh token expired") }
+        return try await database.transaction { tx in
+            guard try await RefreshTokens(tx).markReplaced(id: record.id) else {
+                // Another request rotated it between our read and now: the same as a reuse.
+                throw AccountError.invalidRefreshToken(reason: "refresh token was already used; sign in again")
+            }
+            guard let user = try await Users(tx).find(id: record.userID) else { throw AccountError.userNotFound }
+            let refresh = try await issueRefreshToken(userID: user.id, family: record.familyID, deviceID: record.deviceID, on: tx)
+            let access = try await accessTokens.issue(userID: user.id, sessionID: record.familyID, email: user.email)
+            return Session(accessToken: access, refreshToken: refresh, sessionID: record.familyID, user: user)
+        }
+    }
+
+    /// Revokes the sign-in a refresh token belongs to. Returns its user, or nil for an unknown token.
+    @discardableResult
+    public func revoke(refreshToken: String) async throws -> String? {
+        guard let record = try await RefreshTokens(database).find(tokenHash: Self.hash(refreshToken)) else { return nil }
+        try await RefreshTokens(database).revokeFamily(record.familyID, reason: "logout")
+        return record.userID
+    }
+
+    /// Revokes a sign-in by its id (the `sid` of an access token).
+    public func revoke(sessionID: UUID) async throws {
+        try await RefreshTokens(database).revokeFamily(sessionID, reason: "logout")
+    }
+
+    // MARK: The account
+
+    /// Checks an access token and that its sign-in is still live and its user still exists, in one query.
+    public func authenticate(accessToken: String) async throws -> (User, sessionID: UUID) {
+        let claims: AccessClaims
+        do {
+            claims = try await accessTokens.verify(accessToken)
+        } catch {
+            throw AccountError.invalidIdentityToken(error)
+        }
+        let session = UUID(uuidString: claims.sid)!
+        guard let user = try await Users(database).find(id: claims.sub.value, liveSession: session) else {
+            throw AccountError.invalidIdentityToken(TokenError(.invalid, "session was signed out"))
+        }
+        return (user, session)
+    }
+
+    /// Erases the account and every row that belongs to it.
+    public func deleteAccount(userID: String) async throws {
+        try await database.transaction { tx in
+            guard try await Users(tx).delete(id: userID) else { throw AccountError.userNotFound }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import CCurl
+import Foundation
+import Logging
+import Synchronization
+
+/// A request handed to the client thread, not yet attached to an easy handle.
+struct PendingRequest: Sendable {
+    var id: UInt64
+    var request: HTTPRequest
+    var host: String
+    var connectTimeout: Duration?
+    var totalTimeout: Duration?
+    var continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>
+}
+
+/// libcurl's process-wide set-up, run once before the first handle is made (a lazy global is initialised once,
+/// thread-safely).
+private let curlGlobalInit: Bool = carbscan_curl_global_init_default() == CURLE_OK
+
+/// A libcurl multi handle shared between the owner thread and the tasks that wake it.
+// @unchecked Sendable: other threads only call curl_multi_wakeup (documented thread-safe), and only under the
+// state lock while the client is open; every other call, and the cleanup, happens on the owner thread.
+private struct MultiHandle: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer
+}
+
+/// One libcurl multi handle driven by one dedicated OS thread, so transfers never block Swift's cooperative pool.
+/// Callers queue requests and cancellations under a mutex and wake the thread with `curl_multi_wakeup`, which
+/// interrupts `curl_multi_poll`; every easy handle is created, driven and freed on the thread.
+final class CurlMultiThread: Sendable {
+    private struct State {
+        var lastID: UInt64 = 0
+        var added: [PendingRequest] = []
+        var cancelled: [UInt64] = []
+        /// Once set, nothing is queued and the multi handle is not woken again: the thread is free to clean it up.
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let multi: MultiHandle
+    private let options: HTTPClientOptions
+    private let logger: Logger
+
+    init(name: String, options: HTTPClientOptions, logger: Logger) {
+        precondition(curlGlobalInit, "curl_global_init failed")
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
+        self.multi = MultiHandle(pointer: multi)
+        self.options = options
+        self.logger = logger
+        let thread = Thread { [self] in self.run() }
+        thread.name = name
+        thread.start()
+    }
+
+    func submit(
+        _ request: HTTPRequest, host: String, connectTimeout: Duration?, totalTimeout: Duration?
+    ) async -> Result<HTTPResponse, HTTPClientError> {
+        let id = state.withLock { state in
+            state.lastID += 1
+            return state.lastID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let pending = PendingRequest(
+                    id: id, request: request, host: host, connectTimeout: connectTimeout, totalTimeout: totalTimeout,
+                    continuation: continuation)
+                // Checked under the lock that `cancel` takes: a cancellation either sees this request queued or
+                // happened before, and then `Task.isCancelled` is already true here.
+                let refusal: HTTPClientError? = state.withLock { state in
+                    if state.closed { return HTTPClientError(.shutdown, "\(request.method.rawValue) \(host): the HTTP client was shut down") }
+                    if Task.isCancelled { return HTTPClientError(.cancelled, "\(request.method.rawValue) \(host): cancelled") }
+                    state.added.append(pending)
+                    _ = curl_multi_wakeup(multi.pointer)
+                    return nil
+                }
+                if let refusal { continuation.resume(returning: .failure(refusal)) }
+            }
+        } onCancel: {
+            state.withLock { state in
+                guard !state.closed else { return }
+                state.cancelled.append(id)
+                _ = curl_multi_wakeup(multi.pointer)
+            }
+        }
+    }
+
+    /// Fails every queued and running request with `.shutdown` and ends the thread; idempotent.
+    func shutdown() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            _ = curl_multi_wakeup(multi.pointer)
+        }
+    }
+
+    private func run() {
+        var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+        var handles: [UInt64: UnsafeMutableRawPointer] = [:]
+        while true {
+            let (added, cancelled, closed) = state.withLock { state in
+                defer {
+                    state.added.removeAll()
+                    state.cancelled.removeAll()
+                }
+                return (state.added, state.cancelled, state.closed)
+            }
+            if closed {
+                for pending in added {
+                    let method = pending.request.method.rawValue
+                    pending.continuation.resume(returning: .failure(HTTPClientError(.shutdown, "\(method) \(pending.host): the HTTP client was shut down")))
+                }
+                for transfer in transfers.values {
+                    finish(transfer, .failure(HTTPClientError(.shutdown, "\(transfer.method.rawValue) \(transfer.host): the HTTP client was shut down")))
+                }
+                break
+            }
+
+            let cancelledIDs = Set(cancelled)
+            for pending in added {
+                if cancelledIDs.contains(pending.id) {
+                    pending.continuation.resume(returning: .failure(HTTPClientError(.cancelled, "\(pending.request.method.rawValue) \(pending.host): cancelled")))
+                    continue
+                }
+                do {
+                    let transfer = try Transfer(pending, options: options)
+                    let code = curl_multi_add_handle(multi.pointer, transfer.easy)
+                    guard code == CURLM_OK else {
+                        transfer.resume(with: .failure(HTTPClientError(.transport, "\(pending.request.method.rawValue) \(pending.host): \(String(cString: curl_multi_strerror(code)))")))
+                        transfer.close()
+                        continue
+                    }
+                    transfers[transfer.easy] = transfer
+                    handles[transfer.id] = transfer.easy
+                } catch {
+                    pending.continuation.resume(returning: .failure(error))
+                }
+            }
+            // An id not found finished before its cancellation arrived: its caller already has the answer.
+            for id in cancelled {
+                guard let easy = handles.removeValue(forKey: id), let transfer = transfers.removeValue(forKey: easy) else { continue }
+                finish(transfer, .failure(HTTPClientError(.cancelled, "\(transfer.method.rawValue) \(transfer.host): cancelled")))
+            }
+
+            var running: Int32 = 0
+            _ = curl_multi_perform(multi.pointer, &running)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi.pointer, &queued) {
+                // The message is freed by curl_multi_remove_handle: read it first.
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                let code = message.pointee.data.result
+                guard let transfer = transfers.removeValue(forKey: easy) else { continue }
+                handles.removeValue(forKey: transfer.id)
+                finish(transfer, transfer.result(code))
+            }
+            // Returns early on curl_multi_wakeup, socket activity or libcurl's next timeout, whichever comes first.
+            _ = curl_multi_poll(multi.pointer, nil, 0, 10_000, nil)
+        }
+        curl_multi_cleanup(multi.pointer)
+    }
+
+    private func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPClientError>) {
+        _ = curl_multi_remove_handle(multi.pointer, transfer.easy)
+        transfer.resume(with: result)
+        transfer.close()
+        if logger.logLevel <= .debug {
+            let elapsed = ContinuousClock.now - transfer.started
+            var metadata: Logger.Metadata = ["http.method": "\(transfer.method.rawValue)", "http.host": "\(transfer.host)", "elapsed": "\(elapsed)"]
+            switch result {
+            case .success(let response): metadata["http.status"] = "\(response.status)"
+            case .failure(let error): metadata["error"] = "\(error)"
+            }
+            logger.debug("http request finished", metadata: metadata)
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import CCurl
+import Logging
+
+/// An HTTP/1.1 client over libcurl's multi interface: one multi handle per client, driven by one dedicated OS
+/// thread, so any number of concurrent requests cost one thread and reuse keep-alive connections.
+///
+/// TLS peers are verified against the system CA bundle; redirects are returned, not followed. Make one client per
+/// process (or per peer with different options) and call ``shutdown()`` when done.
+public final class HTTPClient: Sendable {
+    private let thread: CurlMultiThread
+    private let options: HTTPClientOptions
+
+    public init(options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http")) {
+        self.options = options
+        self.thread = CurlMultiThread(name: "carbscan.http", options: options, logger: logger)
+    }
+
+    deinit {
+        thread.shutdown()
+    }
+
+    /// Sends a request and waits for the whole response. Any HTTP status is a response; see ``HTTPResponse/outcome``.
+    ///
+    /// Cancelling the calling task aborts the transfer at once and throws ``HTTPClientError/Code/cancelled``.
+    /// - Parameters:
+    ///   - connectTimeout: Replaces ``HTTPClientOptions/connectTimeout`` for this request.
+    ///   - totalTimeout: Replaces ``HTTPClientOptions/totalTimeout`` for this request.
+    public func send(
+        _ request: HTTPRequest, connectTimeout: Duration? = nil, totalTimeout: Duration? = nil
+    ) async throws(HTTPClientError) -> HTTPResponse {
+        let host = try Self.host(of: request)
+        return try await thread.submit(request, host: host, connectTimeout: connectTimeout, totalTimeout: totalTimeout).get()
+    }
+
+    /// Fails in-flight and queued requests with ``HTTPClientError/Code/shutdown``, refuses new ones, and stops the
+    /// thread. Idempotent; returns without waiting for the thread to exit.
+    public func shutdown() {
+        thread.shutdown()
+    }
+
+    /// The URL's host, checked with libcurl's own parser so a bad URL fails before it reaches the thread.
+    private static func host(of request: HTTPRequest) throws(HTTPClientError) -> String {
+        let method = request.method.rawValue
+        guard let url = curl_url() else { throw HTTPClientError(.transport, "\(method): curl_url failed") }
+        defer { curl_url_cleanup(url) }
+        let code = curl_url_set(url, CURLUPART_URL, request.url, 0)
+        guard code == CURLUE_OK else {
+            // The URL itself stays out of the message: its query may carry a key.
+            throw HTTPClientError(.invalidURL, "\(method): invalid URL (\(String(cString: curl_url_strerror(code))))")
+        }
+        let scheme = part(CURLUPART_SCHEME, of: url)?.lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            throw HTTPClientError(.invalidURL, "\(method): unsupported URL scheme \(scheme ?? "none")")
+        }
+        guard let host = part(CURLUPART_HOST, of: url), !host.isEmpty else { throw HTTPClientError(.invalidURL, "\(method): URL has no host") }
+        return host
+    }
+
+    private static func part(_ part: CURLUPart, of url: OpaquePointer) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(url, part, &value, 0) == CURLUE_OK, let value else { return nil }
+        defer { curl_free(value) }
+        return String(cString: value)
+    }
+}

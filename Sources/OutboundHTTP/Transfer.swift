@@ -1,0 +1,229 @@
+import CCurl
+import Foundation
+
+/// One request on its libcurl easy handle. Lives only on the client's thread, from set-up to completion: the
+/// easy handle, its header list, the body and the error buffer are all freed together in `close()`.
+final class Transfer {
+    let id: UInt64
+    let method: HTTPRequest.Method
+    let host: String
+    let started = ContinuousClock.now
+    private(set) var continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>?
+    let easy: UnsafeMutableRawPointer
+    private let maxResponseBytes: Int
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// POSTFIELDS is not copied by libcurl, so the body is kept at a fixed address until the transfer ends.
+    private var requestBody: UnsafeMutableRawBufferPointer?
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+    private var headers: [(name: String, value: String)] = []
+    private var body: [UInt8] = []
+    /// Set when a callback aborted the transfer because the body would pass `maxResponseBytes`.
+    private var tooLarge = false
+
+    /// Prepares the easy handle; fails with `.invalidRequest`/`.invalidURL` when libcurl refuses an option.
+    init(_ pending: PendingRequest, options: HTTPClientOptions) throws(HTTPClientError) {
+        guard let easy = curl_easy_init() else { throw HTTPClientError(.transport, "curl_easy_init failed") }
+        self.id = pending.id
+        self.method = pending.request.method
+        self.host = pending.host
+        self.continuation = pending.continuation
+        self.easy = easy
+        self.maxResponseBytes = options.maxResponseBytes
+        errorBuffer.initialize(to: 0)
+        do {
+            try configure(pending, options: options)
+        } catch {
+            continuation = nil
+            close()
+            throw error
+        }
+    }
+
+    private func configure(_ pending: PendingRequest, options: HTTPClientOptions) throws(HTTPClientError) {
+        let request = pending.request
+        try set(CURLOPT_URL, string: request.url)
+        try set(CURLOPT_PROTOCOLS_STR, string: "http,https")
+        try set(CURLOPT_USERAGENT, string: options.userAgent)
+        try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
+        try set(CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        try set(CURLOPT_FOLLOWLOCATION, 0)
+        try set(CURLOPT_SSL_VERIFYPEER, 1)
+        try set(CURLOPT_SSL_VERIFYHOST, 2)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, (pending.connectTimeout ?? options.connectTimeout).curlMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, (pending.totalTimeout ?? options.totalTimeout).curlMilliseconds)
+
+        switch request.method {
+        case .get: try set(CURLOPT_HTTPGET, 1)
+        case .head: try set(CURLOPT_NOBODY, 1)
+        case .post: try set(CURLOPT_POST, 1)
+        case .put, .patch, .delete: try set(CURLOPT_CUSTOMREQUEST, string: request.method.rawValue)
+        }
+        if let bytes = request.body ?? (request.method.alwaysHasBody ? [] : nil) {
+            if request.method == .get || request.method == .head {
+                throw HTTPClientError(.invalidRequest, "\(request.method.rawValue) \(host): a body is not sent with this method")
+            }
+            // One spare byte so an empty body still has a valid address.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            requestBody = buffer
+            // The explicit size lets bodies hold zero bytes (and be empty); with CURLOPT_CUSTOMREQUEST set above,
+            // PUT/PATCH/DELETE keep their verb.
+            try check(carbscan_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)))
+            try set(CURLOPT_POSTFIELDS, pointer: buffer.baseAddress)
+        }
+
+        var lines: [String] = []
+        for (name, value) in request.headers {
+            guard name.isValidHeaderName, value.isValidHeaderValue else {
+                throw HTTPClientError(.invalidRequest, "\(request.method.rawValue) \(host): malformed header \(name.debugDescription)")
+            }
+            // "Name;" is libcurl's spelling of a header sent with an empty value ("Name:" would remove it).
+            lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
+        }
+        // libcurl would add `Content-Type: application/x-www-form-urlencoded` to a body and `Expect: 100-continue`
+        // to a large one (stalling a second on servers that ignore it): send neither unless asked.
+        for name in ["Content-Type", "Expect"] where !request.headers.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+            lines.append("\(name):")
+        }
+        for line in lines {
+            guard let list = curl_slist_append(headerList, line) else { throw HTTPClientError(.transport, "out of memory") }
+            headerList = list
+        }
+        try set(CURLOPT_HTTPHEADER, pointer: headerList)
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        try check(carbscan_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+        })
+        try set(CURLOPT_HEADERDATA, pointer: context)
+        try check(carbscan_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+        })
+        try set(CURLOPT_WRITEDATA, pointer: context)
+    }
+
+    /// Called by libcurl once per header line, status lines and the blank line included. Returning less than the
+    /// line's length aborts the transfer.
+    private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
+        if line.starts(with: "HTTP/".utf8) {
+            // A new status line: whatever came before belonged to an interim (1xx) response.
+            headers.removeAll()
+            return line.count
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return line.count }  // blank line
+        let name = String(decoding: line[..<colon], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        headers.append((name: name, value: value))
+        if method != .head, name.lowercased() == "content-length", let length = Int(value), length > maxResponseBytes {
+            tooLarge = true
+            return 0
+        }
+        return line.count
+    }
+
+    private func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {
+        guard body.count + chunk.count <= maxResponseBytes else {
+            tooLarge = true
+            return 0
+        }
+        body.append(contentsOf: chunk)
+        return chunk.count
+    }
+
+    /// The result of a transfer libcurl reported done with `code`.
+    func result(_ code: CURLcode) -> Result<HTTPResponse, HTTPClientError> {
+        guard code == CURLE_OK else { return .failure(error(code)) }
+        var status = 0
+        _ = carbscan_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return .success(HTTPResponse(status: status, headers: headers, body: body))
+    }
+
+    private func error(_ code: CURLcode) -> HTTPClientError {
+        let detail = errorBuffer.pointee == 0 ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
+        let message = "\(method.rawValue) \(host): \(detail)"
+        if tooLarge {
+            return HTTPClientError(.responseTooLarge, "\(method.rawValue) \(host): response body over \(maxResponseBytes) bytes")
+        }
+        switch code {
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
+            return HTTPClientError(.invalidURL, message)
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
+            return HTTPClientError(.connect, message)
+        case CURLE_OPERATION_TIMEDOUT:
+            return HTTPClientError(.timeout, message)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+            CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+            CURLE_USE_SSL_FAILED:
+            return HTTPClientError(.tls, message)
+        case CURLE_FILESIZE_EXCEEDED:
+            return HTTPClientError(.responseTooLarge, message)
+        default:
+            return HTTPClientError(.transport, message)
+        }
+    }
+
+    /// Hands the result to the waiting caller; later calls do nothing.
+    func resume(with result: Result<HTTPResponse, HTTPClientError>) {
+        continuation?.resume(returning: result)
+        continuation = nil
+    }
+
+    /// Frees the easy handle and everything it pointed at. The handle must already be out of the multi handle.
+    func close() {
+        precondition(continuation == nil, "a transfer was closed before its caller was answered")
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        headerList = nil
+        requestBody?.deallocate()
+        requestBody = nil
+        errorBuffer.deallocate()
+    }
+
+    private func set(_ option: CURLoption, _ value: Int) throws(HTTPClientError) {
+        try check(carbscan_curl_easy_setopt_long(easy, option, value))
+    }
+
+    private func set(_ option: CURLoption, string: String) throws(HTTPClientError) {
+        try check(string.withCString { carbscan_curl_easy_setopt_pointer(easy, option, $0) })  // libcurl copies strings
+    }
+
+    private func set(_ option: CURLoption, pointer: UnsafeRawPointer?) throws(HTTPClientError) {
+        try check(carbscan_curl_easy_setopt_pointer(easy, option, pointer))
+    }
+
+    private func check(_ code: CURLcode) throws(HTTPClientError) {
+        guard code != CURLE_OK else { return }
+        let kind: HTTPClientError.Code = code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL ? .invalidURL : .invalidRequest
+        throw HTTPClientError(kind, "\(method.rawValue) \(host): \(String(cString: curl_easy_strerror(code)))")
+    }
+}
+
+extension HTTPRequest.Method {
+    /// These send `Content-Length: 0` rather than no body, which some servers answer with 411.
+    var alwaysHasBody: Bool { self == .post || self == .put || self == .patch }
+}
+
+extension Duration {
+    /// Whole milliseconds for a libcurl timeout, at least 1: libcurl reads 0 as "no timeout".
+    var curlMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        let milliseconds = seconds.multipliedReportingOverflow(by: 1000)
+        guard !milliseconds.overflow else { return Int.max }
+        return max(1, Int(milliseconds.partialValue + attoseconds / 1_000_000_000_000_000))
+    }
+}
+
+extension String {
+    /// An RFC 9110 token: no spaces, colons or control characters.
+    fileprivate var isValidHeaderName: Bool {
+        !isEmpty && utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }
+    }
+
+    /// No CR, LF or NUL, which would let a value start a new header or end the request head.
+    fileprivate var isValidHeaderValue: Bool {
+        !utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+    }
+}

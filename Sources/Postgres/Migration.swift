@@ -1,0 +1,77 @@
+import Foundation
+
+/// One versioned schema change: a file `NNNN_name.sql` (`0003_devices.sql`), applied once, in version order.
+///
+/// Its SQL runs inside a transaction the migrator opens, so it must not contain `BEGIN`/`COMMIT` or statements
+/// that cannot run in a transaction (`CREATE INDEX CONCURRENTLY`).
+public struct Migration: Sendable, Equatable {
+    public var version: Int
+    public var name: String
+    public var sql: String
+    /// The file it was loaded from, for messages; nil when built in code.
+    public var file: String?
+
+    public init(version: Int, name: String, sql: String, file: String? = nil) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        self.file = file
+    }
+
+    /// SHA-256 of the SQL text (hex), recorded when applied: a file edited after that is refused.
+    public var checksum: String { SHA256.hex(sql) }
+
+    /// How messages name it: the file, or `version N (name)`.
+    var label: String { file ?? "version \(version) (\(name))" }
+
+    /// Loads every `NNNN_name.sql` in `directory`, sorted by version. Other files are ignored; a `.sql` file with
+    /// a bad name, or two files with one version, is an error naming the file(s).
+    public static func load(directory: URL) throws -> [Migration] {
+        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+        var byVersion: [Int: Migration] = [:]
+        for url in files where url.pathExtension == "sql" {
+            let file = url.lastPathComponent
+            guard let match = file.wholeMatch(of: /([0-9]+)_([A-Za-z0-9_\-]+)\.sql/), let version = Int(match.output.1) else {
+                throw MigrationError(.invalidFile, "\(file): a migration file is named NNNN_name.sql (digits, '_', letters, digits, '_' or '-')")
+            }
+            if let other = byVersion[version] {
+                throw MigrationError(.duplicateVersion, "\(file) and \(other.file ?? "?") both have version \(version)")
+            }
+            let sql: String
+            do {
+                sql = try String(contentsOf: url, encoding: .utf8)
+            } catch {
+                throw MigrationError(.invalidFile, "\(file): cannot read it as UTF-8 text (\(error))")
+            }
+            byVersion[version] = Migration(version: version, name: String(match.output.2), sql: sql, file: file)
+        }
+        return byVersion.values.sorted { $0.version < $1.version }
+    }
+}
+
+/// Why loading or applying migrations failed.
+public struct MigrationError: Error, CustomStringConvertible, Sendable {
+    public enum Code: Sendable, Hashable {
+        /// A `.sql` file with a bad name, or unreadable.
+        case invalidFile
+        /// Two files with one version.
+        case duplicateVersion
+        /// An applied migration's SQL changed since; nothing was applied.
+        case checksumMismatch
+        /// A migration failed and was rolled back; `underlying` has Postgres's error.
+        case failed
+    }
+
+    public var code: Code
+    public var message: String
+    /// The Postgres error behind a `.failed` migration.
+    public var underlying: PostgresError?
+
+    public init(_ code: Code, _ message: String, underlying: PostgresError? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    public var description: String { "migration \(code): \(message)" }
+}

@@ -1,0 +1,47 @@
+/// Why a Postgres call failed. `code` tells callers whether retrying can help; the server's diagnostics
+/// (`sqlState`, `detail`, `constraint`) come straight from libpq's `PQresultErrorField`.
+public struct PostgresError: Error, CustomStringConvertible, Sendable {
+    public enum Code: Sendable, Hashable {
+        /// The server could not be reached, or the connection broke; the statement may or may not have run.
+        case connection
+        /// The server answered with an error (constraint violation, syntax error, …). See `sqlState`.
+        case server
+        /// The statement ran longer than the statement timeout, or was cancelled (SQLSTATE 57014).
+        case timeout
+        /// A value could not be decoded into the requested Swift type, or the column does not exist.
+        case decoding
+        /// The client was shut down, or a transaction was used after it ended.
+        case closed
+        case invalidURL
+        /// libpq returned something this wrapper does not handle (a `COPY` result, no result at all).
+        case protocolError
+    }
+
+    public var code: Code
+    public var message: String
+    /// The five-character SQLSTATE, when the server sent one (`23505` unique violation, `57014` timeout, …).
+    public var sqlState: String?
+    public var detail: String?
+    /// The violated constraint's name, for integrity errors.
+    public var constraint: String?
+
+    public init(_ code: Code, _ message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil) {
+        self.code = code
+        self.message = message
+        self.sqlState = sqlState
+        self.detail = detail
+        self.constraint = constraint
+    }
+
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+
+    /// True when retrying later may succeed (the server was away or slow, not wrong).
+    public var isTransient: Bool { code == .connection || code == .timeout }
+
+    public var description: String {
+        var text = "postgres \(code): \(message)"
+        if let sqlState { text += " (SQLSTATE \(sqlState))" }
+        if let detail { text += " — \(detail)" }
+        return text
+    }
+}

@@ -1,0 +1,81 @@
+/// The rows a statement returned, copied out of libpq's result (so they outlive it and cross threads).
+public struct PostgresRows: Sendable, RandomAccessCollection {
+    /// Column metadata and every cell, row-major, shared by the rows.
+    final class Storage: Sendable {
+        let columns: [String]
+        let types: [UInt32]
+        /// The first column of each name (a query may repeat names; `decode(_ column: String)` takes the first).
+        let indexByName: [String: Int]
+        let cells: [String?]
+        let count: Int
+
+        init(columns: [String], types: [UInt32], cells: [String?], count: Int) {
+            self.columns = columns
+            self.types = types
+            self.cells = cells
+            self.count = count
+            var indexByName: [String: Int] = [:]
+            for (index, name) in columns.enumerated() where indexByName[name] == nil { indexByName[name] = index }
+            self.indexByName = indexByName
+        }
+    }
+
+    let storage: Storage
+    /// Rows inserted, updated, deleted or returned (libpq's `PQcmdTuples`).
+    public let affectedRows: Int
+
+    init(storage: Storage, affectedRows: Int) {
+        self.storage = storage
+        self.affectedRows = affectedRows
+    }
+
+    static let empty = PostgresRows(storage: Storage(columns: [], types: [], cells: [], count: 0), affectedRows: 0)
+
+    public var columns: [String] { storage.columns }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { storage.count }
+    public subscript(position: Int) -> PostgresRow {
+        precondition(indices.contains(position), "row \(position) out of range 0..<\(storage.count)")
+        return PostgresRow(storage: storage, row: position)
+    }
+}
+
+/// One result row; read its columns with `decode`.
+public struct PostgresRow: Sendable {
+    let storage: PostgresRows.Storage
+    let row: Int
+
+    public var columns: [String] { storage.columns }
+
+    /// Decodes the column named `column`. NULL decodes into an `Optional` only; otherwise it is a `.decoding` error.
+    public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(PostgresError) -> T {
+        guard let index = storage.indexByName[column] else {
+            throw PostgresError(.decoding, "no column '\(column)' in the result (columns: \(storage.columns.joined(separator: ", ")))")
+        }
+        return try decode(index, as: type)
+    }
+
+    /// Decodes the column at `index` (0-based).
+    public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws(PostgresError) -> T {
+        guard storage.columns.indices.contains(index) else {
+            throw PostgresError(.decoding, "no column \(index) in the result (it has \(storage.columns.count))")
+        }
+        let name = storage.columns[index]
+        guard let text = storage.cells[row * storage.columns.count + index] else {
+            guard let null = T.postgresNull else {
+                throw PostgresError(.decoding, "column '\(name)' is NULL; decode it as \(T.self)? to accept NULL")
+            }
+            return null
+        }
+        guard let value = T(postgresText: text, type: storage.types[index]) else {
+            let shown = text.count > 40 ? text.prefix(40) + "…" : text[...]
+            throw PostgresError(.decoding, "column '\(name)': cannot decode '\(shown)' as \(T.self)")
+        }
+        return value
+    }
+
+    /// True when the column at `index` is SQL NULL.
+    public func isNull(_ index: Int) -> Bool {
+        storage.columns.indices.contains(index) && storage.cells[row * storage.columns.count + index] == nil
+    }
+}

@@ -1,0 +1,40 @@
+import Synchronization
+
+/// Statements inside `PostgresClient.transaction`, all on the transaction's connection. Valid only inside the
+/// closure: afterwards every call throws `.closed`.
+public struct PostgresTransaction: PostgresQueryable {
+    private final class State: Sendable {
+        let ended = Atomic<Bool>(false)
+    }
+
+    private let connection: PinnedConnection
+    private let state = State()
+
+    init(connection: PinnedConnection) {
+        self.connection = connection
+    }
+
+    func end() { state.ended.store(true, ordering: .releasing) }
+
+    private func checkOpen() throws(PostgresError) {
+        if state.ended.load(ordering: .acquiring) {
+            throw PostgresError(.closed, "the transaction has ended; use it only inside its closure")
+        }
+    }
+
+    public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
+        try checkOpen()
+        return try await connection.query(sql, parameters.map(EncodedParameter.init))
+    }
+
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> Int {
+        try await query(sql, parameters).affectedRows
+    }
+
+    /// Runs several statements (simple-query protocol, no parameters) inside the transaction.
+    public func executeScript(_ sql: String) async throws {
+        try checkOpen()
+        try await connection.script(sql)
+    }
+}

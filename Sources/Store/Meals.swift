@@ -1,0 +1,162 @@
+import Foundation
+import Postgres
+
+public struct Meal: Sendable, Equatable {
+    public var id: Int64
+    public var localId: String?
+    public var name: String
+    public var carbEstimate: Double
+    public var confidenceLow: Double?
+    public var confidenceHigh: Double?
+    public var confidenceLevel: Double?
+    public var analysis: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    static let columns =
+        "id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, created_at, updated_at"
+
+    init(row: PostgresRow) throws {
+        id = try row.decode("id")
+        localId = try row.decode("local_id")
+        name = try row.decode("name")
+        carbEstimate = try row.decode("carb_estimate")
+        confidenceLow = try row.decode("confidence_low")
+        confidenceHigh = try row.decode("confidence_high")
+        confidenceLevel = try row.decode("confidence_level")
+        analysis = try row.decode("analysis")
+        createdAt = try row.decode("created_at")
+        updatedAt = try row.decode("updated_at")
+    }
+}
+
+/// A meal the app made offline and sends with `meals/sync`.
+public struct LocalMeal: Sendable, Equatable {
+    public var localId: String
+    public var name: String
+    public var carbEstimate: Double
+    public var confidenceLevel: Double?
+    public var createdAt: Date
+
+    public init(localId: String, name: String, carbEstimate: Double, confidenceLevel: Double?, createdAt: Date) {
+        self.localId = localId
+        self.name = name
+        self.carbEstimate = carbEstimate
+        self.confidenceLevel = confidenceLevel
+        self.createdAt = createdAt
+    }
+}
+
+/// Totals over a window of meals.
+public struct MealSummary: Sendable, Equatable {
+    public var mealCount: Int
+    public var totalCarbs: Double
+}
+
+public struct Meals: Sendable {
+    let db: any PostgresQueryable
+
+    public init(_ db: any PostgresQueryable) { self.db = db }
+
+    /// A page of the user's meals, newest first, created at or after `since` (the tier's history window).
+    public func page(userID: String, since: Date?, limit: Int, offset: Int) async throws -> (meals: [Meal], total: Int) {
+        let rows = try await db.query(
+            """
+            SELECT \(Meal.columns), count(*) OVER () AS total FROM meals
+            WHERE user_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)
+            ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4
+            """,
+            [userID, since, limit, offset]
+        )
+        let meals = try rows.map(Meal.init)
+        if let first = rows.first { return (meals, try first.decode("total")) }
+        // An offset past the end returns no rows, and so no window count: count on its own.
+        let total = offset == 0 ? 0 : try await count(userID: userID, since: since)
+        return (meals, total)
+    }
+
+    public func count(userID: String, since: Date?) async throws -> Int {
+        let rows = try await db.query(
+            "SELECT count(*) AS n FROM meals WHERE user_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)",
+            [userID, since])
+        return try rows[rows.startIndex].decode("n")
+    }
+
+    public func find(id: Int64, userID: String) async throws -> Meal? {
+        try await db.query("SELECT \(Meal.columns) FROM meals WHERE id = $1 AND user_id = $2", [id, userID]).first.map(Meal.init)
+    }
+
+    /// Stores one offline meal, once per `localId`: a meal the server already has keeps the server's version
+    /// (server wins). Returns the server id and whether this call created it. Safe under concurrency: the
+    /// unique (user, localId) decides.
+    public func upsertLocal(userID: String, _ meal: LocalMeal) async throws -> (id: Int64, inserted: Bool) {
+        let inserted = try await db.query(
+            """
+            INSERT INTO meals (user_id, local_id, name, carb_estimate, confidence_level, created_at, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, now())
+            ON CONFLICT (user_id, local_id) DO NOTHING RETURNING id
+            """,
+            [userID, meal.localId, meal.name, meal.carbEstimate, meal.confidenceLevel, meal.createdAt]
+        )
+        if let row = inserted.first { return (try row.decode("id"), true) }
+        let existing = try await db.query(
+            "SELECT id FROM meals WHERE user_id = $1 AND local_id = $2", [userID, meal.localId])
+        guard let row = existing.first else {
+            throw StoreError("meal \(meal.localId) was neither inserted nor found")
+        }
+        return (try row.decode("id"), false)
+    }
+
+    /// Meals changed after `since` (all when nil), limited to the history window.
+    public func modified(userID: String, after since: Date?, windowStart: Date?, limit: Int) async throws -> [Meal] {
+        try await db.query(
+            """
+            SELECT \(Meal.columns) FROM meals
+            WHERE user_id = $1 AND ($2::timestamptz IS NULL OR updated_at > $2)
+              AND ($3::timestamptz IS NULL OR created_at >= $3)
+            ORDER BY updated_at, id LIMIT $4
+            """,
+            [userID, since, windowStart, limit]
+        ).map(Meal.init)
+    }
+
+    /// Count and carb total for each window [start, end): one scan of the user's meals.
+    public func summaries(userID: String, windows: [(start: Date?, end: Date?)]) async throws -> [MealSummary] {
+        guard !windows.isEmpty else { return [] }
+        var selects: [String] = []
+        var parameters: [(any PostgresEncodable)?] = [userID]
+        for window in windows {
+            let start = "$\(parameters.count + 1)::timestamptz"
+            let end = "$\(parameters.count + 2)::timestamptz"
+            parameters.append(window.start)
+            parameters.append(window.end)
+            let filter = "(\(start) IS NULL OR created_at >= \(start)) AND (\(end) IS NULL OR created_at < \(end))"
+            selects.append("count(*) FILTER (WHERE \(filter)), COALESCE(sum(carb_estimate) FILTER (WHERE \(filter)), 0)")
+        }
+        let rows = try await db.query("SELECT \(selects.joined(separator: ", ")) FROM meals WHERE user_id = $1", parameters)
+        let row = rows[rows.startIndex]
+        return try windows.indices.map { index in
+            MealSummary(mealCount: try row.decode(index * 2), totalCarbs: try row.decode(index * 2 + 1))
+        }
+    }
+
+    /// The meals with the most and the fewest carbs in [start, end).
+    public func extremes(userID: String, start: Date, end: Date) async throws -> (highest: Meal?, lowest: Meal?) {
+        let rows = try await db.query(
+            """
+            (SELECT \(Meal.columns), 'high' AS which FROM meals WHERE user_id = $1 AND created_at >= $2 AND created_at < $3
+             ORDER BY carb_estimate DESC, created_at DESC LIMIT 1)
+            UNION ALL
+            (SELECT \(Meal.columns), 'low' AS which FROM meals WHERE user_id = $1 AND created_at >= $2 AND created_at < $3
+             ORDER BY carb_estimate ASC, created_at DESC LIMIT 1)
+            """,
+            [userID, start, end]
+        )
+        var highest: Meal?
+        var lowest: Meal?
+        for row in rows {
+            if try row.decode("which", as: String.self) == "high" { highest = try Meal(row: row) } else { lowest = try Meal(row: row) }
+        }
+        return (highest, lowest)
+    }
+}

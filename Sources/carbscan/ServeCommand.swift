@@ -1,0 +1,91 @@
+import API
+import Accounts
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import OutboundHTTP
+import Postgres
+import Queue
+import ServiceLifecycle
+import Store
+
+/// `carbscan serve`: the mobile API.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the mobile API (/api/mobile/v1) on Hummingbird.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Address to listen on (env CARBSCAN_HOST).")
+    var host: String = ProcessInfo.processInfo.environment["CARBSCAN_HOST"] ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on (env CARBSCAN_PORT).")
+    var port: Int = Int(ProcessInfo.processInfo.environment["CARBSCAN_PORT"] ?? "") ?? 8080
+
+    @Flag(help: "Apply pending database migrations before serving.")
+    var migrate = false
+
+    @Option(help: "Postgres connections of this process.")
+    var databasePool: Int = 8
+
+    func run() async throws {
+        LogSetup.bootstrap()
+        try await reportingErrors {
+            let logger = Logger(label: "carbscan.api")
+            let environment = ProcessInfo.processInfo.environment
+            let authConfiguration: AuthConfiguration
+            do {
+                authConfiguration = try AuthConfiguration.fromEnvironment(environment)
+            } catch {
+                throw CLIError("\(error)", exitCode: 78)
+            }
+            if authConfiguration.usesEphemeralSecret {
+                logger.warning("JWT_SECRET is not set: using a random secret, so tokens stop working when this process stops")
+            }
+            let database = try global.database(logger: logger, poolSize: databasePool)
+            if migrate { try await Schema.migrate(database, logger: logger) }
+            let queue = try global.jobQueue(logger: logger)
+            let dependencies = try await APIDependencies.live(
+                database: database, queue: queue, auth: authConfiguration, environment: environment, logger: logger)
+            let app = try APIServer.application(dependencies, host: host, port: port) { port in
+                logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
+            }
+            let group = ServiceGroup(
+                configuration: .init(services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            try await group.run()
+            database.shutdown()
+            queue.redis.close()
+        }
+    }
+}
+
+/// `carbscan migrate`: applies pending migrations (safe to run from several machines at once).
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Apply pending database migrations, or show them with --status.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "List the migrations and when each was applied; apply nothing.")
+    var status = false
+
+    func run() async throws {
+        LogSetup.bootstrap()
+        try await reportingErrors {
+            let logger = Logger(label: "carbscan.migrate")
+            let database = try global.database(logger: logger, poolSize: 1)
+            defer { database.shutdown() }
+            let migrator = Migrator(client: database, migrations: try Schema.migrations(), logger: logger)
+            if status {
+                for (migration, appliedAt) in try await migrator.status() {
+                    let when = appliedAt.map { $0.formatted(.iso8601) } ?? "pending"
+                    print(String(format: "%04d", migration.version), migration.name, when)
+                }
+            } else {
+                let applied = try await migrator.migrate()
+                print(applied.isEmpty ? "migrate: nothing to apply" : "migrate: applied " + applied.map { "\($0.version)_\($0.name)" }.joined(separator: ", "))
+            }
+        }
+    }
+}

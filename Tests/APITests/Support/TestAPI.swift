@@ -1,0 +1,148 @@
+import API
+import Accounts
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Postgres
+import Queue
+import Redis
+import Store
+
+/// The API on the real Postgres and Redis, isolated per test: a fresh schema (migrated) in `carbscan_test`, a
+/// Redis key prefix of its own, and a local JWKS server standing in for Apple and Clerk.
+struct TestAPI: Sendable {
+    static let appleClientID = "com.carbscan.test"
+    static let appleIssuer = "https://appleid.apple.com"
+    static let jwtSecret = Array("test-secret-test-secret-test-secret-0123456789".utf8)
+
+    let database: PostgresClient
+    let queue: JobQueue
+    let dependencies: APIDependencies
+    let routes: [(method: String, path: String)]
+    let appleKeys: IdentityKeys
+    let clerkKeys: IdentityKeys
+    let jwks: JWKSServer
+
+    var clerkIssuer: String { "http://127.0.0.1:\(jwks.port)/clerk" }
+
+    static var logger: Logger {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    static func databaseConfiguration() throws -> PostgresConfiguration {
+        var configuration = try PostgresConfiguration(
+            url: ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan")
+        configuration.database = "carbscan_test"
+        return configuration
+    }
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    /// Runs `body` against the API's router; everything the test made is dropped afterwards.
+    /// - Parameters:
+    ///   - apple: configure Sign in with Apple (`APPLE_CLIENT_ID`).
+    ///   - environment: extra settings as the process environment would give them (`LOGIN_MAX_FAILURES`, …).
+    ///   - live: serve on a real loopback port (needed where the client address matters).
+    static func run<T: Sendable>(
+        apple: Bool = true, environment: [String: String] = [:], live: Bool = false,
+        _ body: @Sendable (TestAPI, any TestClientProtocol) async throws -> T
+    ) async throws -> T {
+        let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        let admin = PostgresClient(configuration: try databaseConfiguration(), logger: logger)
+        try await admin.executeScript("CREATE SCHEMA \(schema)")
+        var configuration = try databaseConfiguration()
+        configuration.searchPath = schema
+        configuration.poolSize = 6
+        let database = PostgresClient(configuration: configuration, logger: logger)
+        let redis = try RedisClient(url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0", logger: logger)
+        let prefix = "test-api-\(schema)"
+        let appleKeys = try IdentityKeys(kids: ["apple-1"])
+        let clerkKeys = try IdentityKeys(kids: ["clerk-1"])
+        let jwks = try await JWKSServer.start(apple: appleKeys, clerk: clerkKeys)
+        defer {
+            jwks.stop()
+        }
+        do {
+            try await Schema.migrate(database, logger: logger)
+            let catalog = try JobCatalog.load(directory: repositoryRoot.appendingPathComponent("jobs").path)
+            let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
+            var env = ["LOGIN_WEBHOOK_URL": "http://127.0.0.1:9/unused", "OIDC_ISSUERS": "http://127.0.0.1:\(jwks.port)/clerk"]
+            if apple {
+                env["APPLE_CLIENT_ID"] = appleClientID
+                env["APPLE_JWKS_URL"] = "http://127.0.0.1:\(jwks.port)/apple/auth/keys"
+            }
+            env["JWT_SECRET"] = String(decoding: jwtSecret, as: UTF8.self)
+            env["BCRYPT_COST"] = "4"
+            env.merge(environment) { $1 }
+            let auth = try AuthConfiguration.fromEnvironment(env)
+            let dependencies = try await APIDependencies.live(database: database, queue: queue, auth: auth, environment: env, logger: logger)
+            let (router, routes) = try APIServer.router(dependencies)
+            let api = TestAPI(
+                database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
+                clerkKeys: clerkKeys, jwks: jwks)
+            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
+            let result = try await app.test(live ? .live : .router) { client in try await body(api, client) }
+            await cleanUp(schema: schema, prefix: prefix, admin: admin, database: database, redis: redis)
+            return result
+        } catch {
+            await cleanUp(schema: schema, prefix: prefix, admin: admin, database: database, redis: redis)
+            throw error
+        }
+    }
+
+    private static func cleanUp(schema: String, prefix: String, admin: PostgresClient, database: PostgresClient, redis: RedisClient) async {
+        database.shutdown()
+        try? await admin.executeScript("DROP SCHEMA \(schema) CASCADE")
+        admin.shutdown()
+        _ = try? await redis.unlinkKeys(matching: "\(prefix):*")
+        redis.close()
+    }
+
+    // MARK: Accounts made for tests
+
+    struct Account: Sendable {
+        var id: String
+        var email: String
+        var accessToken: String
+        var refreshToken: String
+    }
+
+    /// Registers an email/password account through the API.
+    func register(
+        _ client: any TestClientProtocol, email: String = "user-\(UUID().uuidString.prefix(8).lowercased())@example.com",
+        password: String = "correct horse"
+    ) async throws -> Account {
+        let response = try await client.call(.post, "auth/register", json: ["email": email, "password": password, "name": "Test User"])
+        guard response.status == 201 else { throw TestFailure("register answered \(response.status): \(response.text)") }
+        let data = response.json["data"]
+        return Account(
+            id: data["user"]["id"].string ?? "", email: email, accessToken: data["accessToken"].string ?? "",
+            refreshToken: data["refreshToken"].string ?? "")
+    }
+
+    /// Sets a user's tier directly in the store (subscriptions come from the provider in a later issue).
+    func setTier(_ tier: Tier, userID: String) async throws {
+        try await database.execute("UPDATE users SET subscription_tier = $2 WHERE id = $1", [userID, tier.rawValue])
+    }
+
+    /// Inserts a meal directly, `createdAt` as given.
+    @discardableResult
+    func insertMeal(userID: String, name: String = "Meal", carbs: Double, at date: Date) async throws -> Int64 {
+        let rows = try await database.query(
+            "INSERT INTO meals (user_id, name, carb_estimate, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING id",
+            [userID, name, carbs, date])
+        return try rows[rows.startIndex].decode("id")
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

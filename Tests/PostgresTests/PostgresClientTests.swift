@@ -1,0 +1,155 @@
+import Foundation
+import Postgres
+import Testing
+
+@Suite struct PostgresClientTests {
+    @Test func uniqueViolationsCarryTheServersDiagnostics() async throws {
+        try await TestDatabase.withSchema { db, _ in
+            try await db.executeScript("CREATE TABLE users (id int PRIMARY KEY, email text CONSTRAINT users_email_key UNIQUE)")
+            try await db.execute("INSERT INTO users VALUES ($1, $2)", [1, "a@example.com"])
+            await #expect {
+                try await db.execute("INSERT INTO users VALUES ($1, $2)", [2, "a@example.com"])
+            } throws: { error in
+                guard let error = error as? PostgresError else { return false }
+                return error.code == .server && error.sqlState == "23505" && error.isUniqueViolation
+                    && error.constraint == "users_email_key" && error.detail?.contains("already exists") == true
+            }
+            // Other server errors are not unique violations.
+            await #expect {
+                try await db.query("SELECT * FROM no_such_table")
+            } throws: { error in
+                (error as? PostgresError)?.sqlState == "42P01" && (error as? PostgresError)?.isUniqueViolation == false
+            }
+        }
+    }
+
+    @Test func executeScriptRunsSeveralStatements() async throws {
+        try await TestDatabase.withSchema { db, _ in
+            try await db.executeScript("CREATE TABLE a (x int); INSERT INTO a VALUES (1), (2); INSERT INTO a VALUES (3);")
+            #expect(try await db.query("SELECT sum(x) AS s FROM a")[0].decode("s", as: Int.self) == 6)
+        }
+    }
+
+    @Test func theExtendedProtocolRefusesSeveralStatements() async throws {
+        try await TestDatabase.withSchema { db, _ in
+            try await db.executeScript("CREATE TABLE a (x int)")
+            await #expect(throws: PostgresError.self) {
+                try await db.execute("INSERT INTO a VALUES (1); DROP TABLE a")
+            }
+            #expect(try await db.query("SELECT count(*) AS n FROM a")[0].decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test func transactionsCommit() async throws {
+        try await TestDatabase.withSchema { db, _ in
+            try await db.executeScript("CREATE TABLE t (x int)")
+            let inside = try await db.transaction { tx in
+                try await tx.execute("INSERT INTO t VALUES ($1)", [1])
+                try await tx.execute("INSERT INTO t VALUES ($1)", [2])
+                return try await tx.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self)
+            }
+            #expect(inside == 2)
+            #expect(try await db.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self) == 2)
+        }
+    }
+
+    struct Boom: Error {}
+
+    /// With one connection, the pool keeps working only if the failed transaction's connection was rolled back.
+    @Test func aThrowingBodyRollsBackAndTheConnectionStaysUsable() async throws {
+        try await TestDatabase.withSchema(poolSize: 1) { db, _ in
+            try await db.executeScript("CREATE TABLE t (x int)")
+            await #expect(throws: Boom.self) {
+                try await db.transaction { tx in
+                    try await tx.execute("INSERT INTO t VALUES ($1)", [1])
+                    throw Boom()
+                }
+            }
+            #expect(try await db.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self) == 0)
+            // A server error inside the body rolls back too, and the next transaction starts clean.
+            await #expect(throws: PostgresError.self) {
+                try await db.transaction { tx in
+                    try await tx.execute("INSERT INTO t VALUES ($1)", [2])
+                    try await tx.execute("INSERT INTO t VALUES ($1)", ["not a number"])
+                }
+            }
+            try await db.transaction { tx in try await tx.execute("INSERT INTO t VALUES ($1)", [3]) }
+            #expect(try await db.query("SELECT array_agg(x)::text AS xs FROM t")[0].decode("xs", as: String.self) == "{3}")
+        }
+    }
+
+    /// PostgreSQL answers `COMMIT` in a failed transaction with `ROLLBACK`; that must not pass for success.
+    @Test func committingAFailedTransactionThrows() async throws {
+        try await TestDatabase.withSchema(poolSize: 1) { db, _ in
+            try await db.executeScript("CREATE TABLE t (x int)")
+            await #expect {
+                try await db.transaction { tx in
+                    try await tx.execute("INSERT INTO t VALUES ($1)", [1])
+                    _ = try? await tx.query("SELECT 1 / 0")  // swallowed by the body
+                }
+            } throws: { error in
+                (error as? PostgresError)?.message.contains("rolled back") == true
+            }
+            #expect(try await db.query("SELECT count(*) AS n FROM t")[0].decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test func aTransactionCannotBeUsedAfterItEnds() async throws {
+        try await TestDatabase.withSchema { db, _ in
+            let escaped = try await db.transaction { tx in tx }
+            await #expect {
+                try await escaped.query("SELECT 1")
+            } throws: { error in
+                (error as? PostgresError)?.code == .closed
+            }
+        }
+    }
+
+    /// A `BEGIN` sent as a plain statement must not leak into the next borrower's statements.
+    @Test func aTransactionLeftOpenByAPlainStatementIsRolledBack() async throws {
+        try await TestDatabase.withSchema(poolSize: 1) { db, _ in
+            try await db.execute("BEGIN")
+            try await db.execute("SET LOCAL statement_timeout = '1234ms'")  // outside a transaction this does nothing
+            #expect(try await db.query("SHOW statement_timeout")[0].decode(0, as: String.self) == "30s")
+        }
+    }
+
+    @Test func statementTimeoutThrowsTimeoutAndKeepsTheConnection() async throws {
+        try await TestDatabase.withSchema(poolSize: 1, statementTimeout: .milliseconds(200)) { db, _ in
+            let setting = try await db.query("SHOW statement_timeout")[0].decode(0, as: String.self)
+            #expect(setting == "200ms")
+            await #expect {
+                try await db.query("SELECT pg_sleep(5)")
+            } throws: { error in
+                (error as? PostgresError)?.code == .timeout && (error as? PostgresError)?.sqlState == "57014"
+            }
+            #expect(try await db.query("SELECT 41 + 1 AS n")[0].decode("n", as: Int.self) == 42)
+        }
+    }
+
+    @Test func searchPathSelectsTheSchema() async throws {
+        try await TestDatabase.withSchema { db, schema in
+            try await db.executeScript("CREATE TABLE placed (x int)")
+            #expect(try await db.query("SELECT current_schema() AS s")[0].decode("s", as: String.self) == schema.name)
+            let found = try await db.query(
+                "SELECT count(*) AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'placed'", [schema.name])
+            #expect(try found[0].decode("n", as: Int.self) == 1)
+        }
+    }
+
+    @Test func shutdownMakesLaterCallsThrowClosed() async throws {
+        let db = PostgresClient(configuration: try TestDatabase.configuration(), logger: TestDatabase.logger)
+        #expect(try await db.query("SELECT 1 AS one")[0].decode("one", as: Int.self) == 1)
+        db.shutdown()
+        await #expect {
+            try await db.query("SELECT 1")
+        } throws: { error in
+            (error as? PostgresError)?.code == .closed
+        }
+        await #expect {
+            try await db.transaction { tx in try await tx.execute("SELECT 1") }
+        } throws: { error in
+            (error as? PostgresError)?.code == .closed
+        }
+    }
+}
