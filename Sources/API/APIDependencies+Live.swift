@@ -12,8 +12,9 @@ extension APIDependencies {
         database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
         http: HTTPClient = HTTPClient()
     ) async throws -> APIDependencies {
-        let apple = auth.apple.map { IdentityVerifier(provider: $0, http: http, logger: logger) }
-        let extra = auth.extraIssuers.map { IdentityVerifier(provider: $0, http: http, logger: logger) }
+        let refetch = auth.jwksMinimumRefetchInterval
+        let apple = auth.apple.map { IdentityVerifier(provider: $0, http: http, logger: logger, minimumRefetchInterval: refetch) }
+        let extra = auth.extraIssuers.map { IdentityVerifier(provider: $0, http: http, logger: logger, minimumRefetchInterval: refetch) }
         let accounts = AccountService(
             database: database, configuration: auth,
             accessTokens: await AccessTokens(secret: auth.jwtSecret, lifetime: auth.accessTokenLifetime), apple: apple,

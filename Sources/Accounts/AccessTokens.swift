@@ -31,7 +31,9 @@ public struct AccessTokens: Sendable {
         self.lifetime = lifetime
     }
 
-    public func issue(userID: String, sessionID: UUID, email: String?, now: Date = Date()) async throws -> String {
+    public func issue(userID: String, sessionID: UUID, email: String?, now date: Date = Date()) async throws -> String {
+        // Whole seconds: NumericDate may carry fractions, but many JWT libraries read only integers.
+        let now = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
         let claims = AccessClaims(
             sub: .init(value: userID), iss: .init(value: Self.issuer), aud: .init(value: [Self.audience]),
             iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.seconds)),

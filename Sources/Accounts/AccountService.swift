@@ -231,19 +231,19 @@ public struct AccountService: Sendable {
     public func refresh(_ refreshToken: String) async throws -> Session {
         let tokens = RefreshTokens(database)
         guard let record = try await tokens.find(tokenHash: Self.hash(refreshToken)) else {
-            throw AccountError.invalidRefreshToken(reason: "refresh token is not valid")
+            throw AccountError.invalidRefreshToken(reason: "unknown token")
         }
-        if record.revokedAt != nil { throw AccountError.invalidRefreshToken(reason: "refresh token was revoked") }
+        if record.revokedAt != nil { throw AccountError.invalidRefreshToken(reason: "it was revoked") }
         if record.replacedAt != nil {
             try await tokens.revokeFamily(record.familyID, reason: "reuse")
             logger.warning("refresh token reused: family revoked", metadata: ["user": "\(record.userID)"])
-            throw AccountError.invalidRefreshToken(reason: "refresh token was already used; sign in again")
+            throw AccountError.invalidRefreshToken(reason: "it was already used")
         }
-        guard record.expiresAt > Date() else { throw AccountError.invalidRefreshToken(reason: "refresh token expired") }
+        guard record.expiresAt > Date() else { throw AccountError.invalidRefreshToken(reason: "it expired") }
         return try await database.transaction { tx in
             guard try await RefreshTokens(tx).markReplaced(id: record.id) else {
                 // Another request rotated it between our read and now: the same as a reuse.
-                throw AccountError.invalidRefreshToken(reason: "refresh token was already used; sign in again")
+                throw AccountError.invalidRefreshToken(reason: "it was already used")
             }
             guard let user = try await Users(tx).find(id: record.userID) else { throw AccountError.userNotFound }
             let refresh = try await issueRefreshToken(userID: user.id, family: record.familyID, deviceID: record.deviceID, on: tx)

@@ -12,6 +12,8 @@ public struct AuthConfiguration: Sendable {
     /// Extra OIDC issuers (e.g. Clerk) whose tokens are accepted as bearer tokens.
     public var extraIssuers: [IdentityProvider]
     public var bcryptCost: Int
+    /// A token with an unknown key id refetches the issuer's JWKS at most this often.
+    public var jwksMinimumRefetchInterval: Duration = .seconds(10)
 
     public init(
         jwtSecret: [UInt8], usesEphemeralSecret: Bool = false, accessTokenLifetime: Duration = .seconds(30 * 86_400),
@@ -30,7 +32,7 @@ public struct AuthConfiguration: Sendable {
     /// `JWT_SECRET` (required when `CARBSCAN_ENV=production`, at least 32 bytes), `ACCESS_TOKEN_TTL` /
     /// `REFRESH_TOKEN_TTL` (seconds), `APPLE_CLIENT_ID` (comma-separated bundle/service ids), `APPLE_JWKS_URL`,
     /// `APPLE_ISSUER`, `OIDC_ISSUERS` (comma-separated `issuer` or `issuer=jwksURL`), `OIDC_AUDIENCE`,
-    /// `BCRYPT_COST`.
+    /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`.
     public static func fromEnvironment(_ environment: [String: String]) throws(AuthConfigurationError) -> AuthConfiguration {
         func value(_ name: String) -> String? {
             guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
@@ -79,11 +81,18 @@ public struct AuthConfiguration: Sendable {
         }
         let cost = Int(value("BCRYPT_COST") ?? "10") ?? -1
         guard (4...31).contains(cost) else { throw AuthConfigurationError("BCRYPT_COST must be 4–31") }
-        return AuthConfiguration(
+        var configuration = AuthConfiguration(
             jwtSecret: secret, usesEphemeralSecret: ephemeral,
             accessTokenLifetime: try seconds("ACCESS_TOKEN_TTL", default: 30 * 86_400),
             refreshTokenLifetime: try seconds("REFRESH_TOKEN_TTL", default: 90 * 86_400),
             apple: apple, extraIssuers: extra, bcryptCost: cost)
+        if let text = value("JWKS_MIN_REFETCH_SECONDS") {
+            guard let seconds = Double(text), (0...86_400).contains(seconds) else {
+                throw AuthConfigurationError("JWKS_MIN_REFETCH_SECONDS must be a number of seconds from 0 to 86400")
+            }
+            configuration.jwksMinimumRefetchInterval = .milliseconds(Int(seconds * 1000))
+        }
+        return configuration
     }
 }
 

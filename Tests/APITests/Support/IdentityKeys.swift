@@ -12,17 +12,21 @@ final class IdentityKeys: Sendable {
 
     private let state: Mutex<[Key]>
 
-    init(kids: [String] = ["key-1"]) throws {
-        state = Mutex(try kids.map { Key(kid: $0, privateKey: try Self.generate()) })
+    /// Generating a 2048-bit key takes a noticeable part of a second: tests share four, made once. Each role
+    /// (first key, rotated key, unpublished key…) has its own, so no two roles ever share a key.
+    private static let pool: [JWTKit.Insecure.RSA.PrivateKey] = (0..<4).map { _ in
+        try! JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
     }
 
-    static func generate() throws -> JWTKit.Insecure.RSA.PrivateKey {
-        try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
+    init(kids: [String] = ["key-1"], poolOffset: Int = 0) throws {
+        state = Mutex(kids.enumerated().map { Key(kid: $1, privateKey: Self.pool[(poolOffset + $0) % 2]) })
     }
+
+    static func generate() throws -> JWTKit.Insecure.RSA.PrivateKey { pool[3] }
 
     /// Adds a key (rotation); tokens signed with it verify only after the API refetches the JWKS.
     func add(kid: String) throws -> Key {
-        let key = Key(kid: kid, privateKey: try Self.generate())
+        let key = Key(kid: kid, privateKey: Self.pool[2])
         state.withLock { $0.append(key) }
         return key
     }

@@ -64,7 +64,7 @@ struct TestAPI: Sendable {
         let redis = try RedisClient(url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0", logger: logger)
         let prefix = "test-api-\(schema)"
         let appleKeys = try IdentityKeys(kids: ["apple-1"])
-        let clerkKeys = try IdentityKeys(kids: ["clerk-1"])
+        let clerkKeys = try IdentityKeys(kids: ["clerk-1"], poolOffset: 1)
         let jwks = try await JWKSServer.start(apple: appleKeys, clerk: clerkKeys)
         defer {
             jwks.stop()
@@ -80,6 +80,7 @@ struct TestAPI: Sendable {
             }
             env["JWT_SECRET"] = String(decoding: jwtSecret, as: UTF8.self)
             env["BCRYPT_COST"] = "4"
+            env["JWKS_MIN_REFETCH_SECONDS"] = "1"
             env.merge(environment) { $1 }
             let auth = try AuthConfiguration.fromEnvironment(env)
             let dependencies = try await APIDependencies.live(database: database, queue: queue, auth: auth, environment: env, logger: logger)
