@@ -52,6 +52,8 @@ public enum APIServer {
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
         ChatRoutes(database: database, authenticator: authenticator).register(on: api)
         JobRoutes(queue: dependencies.queue, authenticator: authenticator).register(on: api)
+        LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
+            .register(on: api)
         return (router, api.routes)
     }
 

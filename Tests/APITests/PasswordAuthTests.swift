@@ -135,3 +135,55 @@ import Testing
         }
     }
 }
+
+@Suite struct LoginReportTests {
+    @Test func appReportedLoginsAreEnqueuedWithTheSeedPayload() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let body: [String: Any] = [
+                "provider": "google", "provider_uid": "g-123", "email": "g@example.com", "display_name": "Gee",
+                "client_timestamp": "2025-02-04T18:30:00Z",
+            ]
+            let response = try await client.call(.post, "logins", token: account.accessToken, json: body)
+            #expect(response.status == 202)
+            #expect(response.data["enqueued"].bool == true)
+            let jobID = try #require(response.data["jobId"].string)
+            #expect(response.headers[.location] == "/api/mobile/v1/jobs/\(jobID)")
+            let job = try await client.call(.get, "jobs/\(jobID)", token: account.accessToken)
+            #expect(job.data["type"].string == "login-webhook")
+            let id = try #require(JobID(rawValue: jobID))
+            let record = try #require(try await api.queue.record(id))
+            let payload = try JSONValue(parsing: record.payload)
+            #expect(payload["event"] == .string("signin"))
+            #expect(payload["provider_uid"] == .string("g-123"))
+            #expect(payload["client_timestamp"] == .string("2025-02-04T18:30:00.000Z"))
+
+            let signout = try await client.call(.post, "logins/signout", token: account.accessToken, json: body)
+            let signoutText = try #require(signout.data["jobId"].string)
+            let signoutID = try #require(JobID(rawValue: signoutText))
+            let signoutPayload = try JSONValue(parsing: try #require(try await api.queue.record(signoutID)).payload)
+            #expect(signoutPayload["event"] == .string("signout"))
+        }
+    }
+
+    @Test func badLoginReportsAreRefusedAndNothingIsEnqueued() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let before = try await api.queue.stats().first { $0.queue == "webhooks" }?.queued ?? 0
+            let cases: [([String: Any], String)] = [
+                (["provider": "myspace", "provider_uid": "1", "client_timestamp": "2025-02-04T18:30:00Z"], "provider"),
+                (["provider": "apple", "client_timestamp": "2025-02-04T18:30:00Z"], "provider_uid"),
+                (["provider": "apple", "provider_uid": "1", "client_timestamp": "yesterday"], "client_timestamp"),
+                (["provider": "apple", "provider_uid": "1", "client_timestamp": "2025-02-04T18:30:00Z", "admin": true], "admin"),
+            ]
+            for (body, field) in cases {
+                let response = try await client.call(.post, "logins", token: account.accessToken, json: body)
+                #expect(response.status == 400, "\(field)")
+                #expect(response.json["error"]["details"]["field"].string == field)
+            }
+            #expect(try await client.call(.post, "logins", json: cases[0].0).status == 401)
+            let after = try await api.queue.stats().first { $0.queue == "webhooks" }?.queued ?? 0
+            #expect(after == before)
+        }
+    }
+}

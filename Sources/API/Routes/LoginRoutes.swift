@@ -1,0 +1,65 @@
+import Foundation
+import Hummingbird
+import Queue
+
+/// `logins` and `logins/signout` (seed 002): the app reports a sign-in or sign-out with a provider it handled
+/// itself (Apple, Google); the event goes to the login endpoint through a `login-webhook` job. Without
+/// `LOGIN_WEBHOOK_URL` nothing is enqueued, as seed 002 says.
+struct LoginRoutes {
+    let queue: JobQueue
+    let authenticator: Authenticator
+    let webhookConfigured: Bool
+
+    func register(on api: RouteTable) {
+        api.post("logins") { request, context in try await report(request, context, event: "signin") }
+        api.post("logins/signout") { request, context in try await report(request, context, event: "signout") }
+    }
+
+    struct LoginBody: Decodable {
+        var provider: String
+        var provider_uid: String
+        var email: String?
+        var display_name: String?
+        var client_timestamp: Date
+    }
+
+    struct Accepted: Encodable {
+        var enqueued: Bool
+        var eventId: String
+        var jobId: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(enqueued, forKey: .enqueued)
+            try container.encode(eventId, forKey: .eventId)
+            try container.encode(jobId, forKey: .jobId)
+        }
+        enum CodingKeys: String, CodingKey { case enqueued, eventId, jobId }
+    }
+
+    func report(_ request: Request, _ context: APIContext, event: String) async throws -> Response {
+        let caller = try await authenticator.caller(request)
+        let body = try await JSONBody.decode(
+            LoginBody.self, from: request, allowedKeys: ["provider", "provider_uid", "email", "display_name", "client_timestamp"])
+        let provider = try Field.text(body.provider, "provider", max: 50, required: true)!
+        guard ["apple", "google", "email"].contains(provider) else {
+            throw APIError.validation("provider", "field 'provider' must be one of apple, google, email")
+        }
+        let subject = try Field.text(body.provider_uid, "provider_uid", max: 255, required: true)!
+        let email = try Field.text(body.email, "email", max: 320)
+        let name = try Field.text(body.display_name, "display_name", max: 255)
+        let eventID = UUID().uuidString.lowercased()
+        guard webhookConfigured else {
+            return try Envelope.success(Accepted(enqueued: false, eventId: eventID, jobId: nil), status: .accepted)
+        }
+        let payload: JSONValue = [
+            "event": .string(event), "eventId": .string(eventID), "provider": .string(provider), "provider_uid": .string(subject),
+            "email": email.map(JSONValue.string) ?? .null, "display_name": name.map(JSONValue.string) ?? .null,
+            "client_timestamp": .string(Timestamp.format(body.client_timestamp)),
+        ]
+        let result = try await queue.enqueue("login-webhook", payload: payload, options: EnqueueOptions(owner: caller.user.id))
+        var headers = HTTPFields()
+        if let id = result.id { headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)" }
+        return try Envelope.success(Accepted(enqueued: result.id != nil, eventId: eventID, jobId: result.id?.rawValue), status: .accepted, headers: headers)
+    }
+}
