@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Usage: ops/run.sh — builds and runs the whole system in the foreground (CARBSCAN_WORKERS=2 workers); Ctrl-C stops it.
+# Usage: ops/run.sh — builds and runs the whole system in the foreground: migrations, the API on
+# CARBSCAN_HOST:CARBSCAN_PORT (127.0.0.1:8080), the scheduler and CARBSCAN_WORKERS=2 workers; Ctrl-C stops it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -44,7 +45,10 @@ launch() {
     pids+=($!)
 }
 
-# API (issue 3): carbscan migrate; carbscan serve
+# Migrations first (safe if several starters race: the migrator holds an advisory lock), then the API,
+# the scheduler and the workers.
+"$carbscan" migrate
+launch api serve --host "${CARBSCAN_HOST:-127.0.0.1}" --port "${CARBSCAN_PORT:-8080}"
 launch schedule schedule
 for i in $(seq "${CARBSCAN_WORKERS:-2}"); do
     launch "work-$i" work

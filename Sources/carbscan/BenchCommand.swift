@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Hummingbird
 import Logging
 import Queue
 import Redis
@@ -8,7 +9,7 @@ import Redis
 /// Sidekiq, so the two compare on one machine and one Redis.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmarks.", subcommands: [QueueBench.self])
+        commandName: "bench", abstract: "Benchmarks.", subcommands: [QueueBench.self, HelloServer.self])
 }
 
 struct QueueBench: AsyncParsableCommand {
@@ -210,4 +211,21 @@ private func cpuTicks(_ pid: Int32) -> Int {
     // After the command name: state is field 3, utime 14 and stime 15 (1-based over the whole line).
     guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
     return user + system
+}
+
+/// `carbscan bench hello-server`: Hummingbird's bare hello world, the yardstick of `ops/bench/api.sh`.
+struct HelloServer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hello-server", abstract: "Serve Hummingbird's hello world (GET / → \"Hello!\") for the API benchmark.")
+
+    @Option(help: "Port to listen on.") var port: Int = 8081
+
+    func run() async throws {
+        let router = Router()
+        router.get("/") { _, _ in "Hello!" }
+        var logger = Logger(label: "hello")
+        logger.logLevel = .warning
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+        try await app.runService()
+    }
 }

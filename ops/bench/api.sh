@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# API benchmark: requests/s and p99 latency of the mobile API against Hummingbird's bare hello world, in one run.
+#   ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C]     (defaults 3, 10, 32; figures are medians)
+# Measures, with wrk on loopback: GET / of `carbscan bench hello-server`; an authenticated GET /meals (JWT check,
+# session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check, validation, one
+# job into Redis). Writes ops/bench/results/api-<date>.md with the machine's description.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+runs=3 duration=10 connections=32
+while (($#)); do
+    case $1 in
+        --runs) runs=$2; shift 2 ;;
+        --duration) duration=$2; shift 2 ;;
+        --connections) connections=$2; shift 2 ;;
+        *) echo "usage: ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C]" >&2; exit 64 ;;
+    esac
+done
+
+# shellcheck source=ops/prelude.sh
+source ops/prelude.sh
+if ! command -v wrk >/dev/null; then
+    sudo=()
+    [[ $(id -u) == 0 ]] || sudo=(sudo)
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk
+fi
+pids=()
+cleanup() {
+    ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
+    ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
+}
+trap cleanup EXIT
+ops/services.sh start
+# shellcheck source=/dev/null
+source .local/env.sh
+
+swift build -c release --product carbscan
+bin="$(swift build -c release --show-bin-path)/carbscan"
+work=$(mktemp -d)
+api_port=18181 hello_port=18182
+export CARBSCAN_PREFIX=carbscan-bench JWT_SECRET=bench-secret-bench-secret-bench-secret LOGIN_WEBHOOK_URL=http://127.0.0.1:9
+export LOG_LEVEL=warning LOGIN_MAX_ATTEMPTS_PER_IP=1000000
+"$bin" migrate >/dev/null
+"$bin" serve --port "$api_port" >"$work/api.log" 2>&1 &
+pids+=($!)
+"$bin" bench hello-server --port "$hello_port" >"$work/hello.log" 2>&1 &
+pids+=($!)
+for url in "http://127.0.0.1:$api_port/api/mobile/v1/health" "http://127.0.0.1:$hello_port/"; do
+    for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.1; done
+done
+
+base="http://127.0.0.1:$api_port/api/mobile/v1"
+email="bench-$(date +%s%N)@example.com"
+token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
+    -d "{\"email\":\"$email\",\"password\":\"bench password\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
+meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
+curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
+# Meals are shown for 7 days on the free tier: make them recent.
+psql "$DATABASE_URL" -qc "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+
+cat >"$work/logins.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+
+# measure NAME URL [wrk args...]: one wrk run; appends "NAME requests_per_s p99_ms non2xx" to results.
+measure() {
+    local name=$1 url=$2
+    shift 2
+    wrk -t2 -c"$connections" -d"${duration}s" --latency "$@" "$url" >"$work/wrk.txt"
+    python3 - "$name" "$work/wrk.txt" >>"$work/results" <<'PY'
+import re, sys
+text = open(sys.argv[2]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", text).groups()
+p99 = float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+print(sys.argv[1], rps, p99, bad.group(1) if bad else 0)
+PY
+}
+
+for run in $(seq "$runs"); do
+    echo "api bench: run $run of $runs" >&2
+    measure hello "http://127.0.0.1:$hello_port/"
+    measure meals "$base/meals" -H "Authorization: Bearer $token"
+    measure logins "$base/logins" -H "Authorization: Bearer $token" -s "$work/logins.lua"
+done
+redis-cli -u "$REDIS_URL" --scan --pattern 'carbscan-bench:*' | xargs -r -n 500 redis-cli -u "$REDIS_URL" unlink >/dev/null
+
+day="$(date -u +%F)"
+mkdir -p ops/bench/results
+python3 - "$work/results" "ops/bench/results/api-$day.md" "$runs" "$duration" "$connections" <<'PY'
+import platform, statistics, subprocess, sys, datetime
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+rows = {}
+for line in open(sys.argv[1]):
+    name, rps, p99, bad = line.split()
+    rows.setdefault(name, []).append((float(rps), float(p99), int(bad)))
+med = {name: (statistics.median(r for r, _, _ in v), statistics.median(p for _, p, _ in v), sum(b for _, _, b in v)) for name, v in rows.items()}
+cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
+machine = (f"{cpu}, {sh('nproc')} cores, {sh('free -g | awk \"/Mem:/{print \\$2}\"')} GiB, {platform.system()} {platform.release()}, "
+           f"{sh('swift --version 2>&1 | head -1')}, PostgreSQL {sh('postgres --version 2>/dev/null || /usr/lib/postgresql/15/bin/postgres --version').split()[-1]}, "
+           f"Redis {sh('redis-server --version').split()[2][2:]}, {sh('wrk --version 2>&1 | head -1').split(' [')[0]}")
+hello = med["hello"][0]
+lines = [f"# API benchmark, {datetime.date.today().isoformat()}", "", f"Machine: {machine}.",
+         f"`ops/bench/api.sh`: wrk -t2 -c{sys.argv[5]} for {sys.argv[4]} s per figure on loopback, client and servers on the same 2 cores; "
+         f"medians of {sys.argv[3]} runs, all in one run of the script; release builds.", "",
+         "| endpoint | requests/s | p99 ms | vs hello world | target | non-2xx |", "| --- | --- | --- | --- | --- | --- |"]
+names = {"hello": "Hummingbird hello world `GET /`", "meals": "authenticated `GET /meals` (20 of 50 meals, Postgres)",
+         "logins": "enqueueing `POST /logins` (validation + one job into Redis)"}
+for key in ["hello", "meals", "logins"]:
+    rps, p99, bad = med[key]
+    ratio = rps / hello
+    target = "" if key == "hello" else ("≥ 50% ✓" if ratio >= 0.5 else "≥ 50% ✗")
+    lines.append(f"| {names[key]} | {rps:,.0f} | {p99:.2f} | {ratio:.0%} | {target} | {bad} |")
+lines += ["", "Per run:", ""] + [f"- {name}: " + ", ".join(f"{r:,.0f}/s p99 {p:.2f} ms" for r, p, _ in v) for name, v in rows.items()]
+open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+rm -rf "$work"
