@@ -104,7 +104,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "Redis", "Workers"]),
-        .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "carbscan"]),
+        .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "Postgres", "carbscan"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -115,7 +115,7 @@ start_postgres() {
                 >"$local_dir/pg-initdb.log" 2>&1 || { cat "$local_dir/pg-initdb.log" >&2; exit 1; }
         fi
         if ! as_pg "$pg_bin/pg_ctl" -D "$home/data" -l "$home/postgres.log" -w -s \
-            -o "-c listen_addresses=127.0.0.1 -p $pg_port -k $home" start; then
+            -o "-c listen_addresses=127.0.0.1 -c max_connections=200 -p $pg_port -k $home" start; then
             log "postgres: failed to start; see $home/postgres.log"
             tail -n 20 "$home/postgres.log" >&2 || true
             exit 1

@@ -38,7 +38,7 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return Envelope.failure(error)
-        } catch let error as HTTPError {
+        } catch let error as any HTTPResponseError {
             // Hummingbird's own refusals: body over the limit, unknown route, bad method.
             switch error.status {
             case .contentTooLarge:
@@ -48,7 +48,7 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
             case .methodNotAllowed:
                 return Envelope.failure(APIError(.methodNotAllowed, "METHOD_NOT_ALLOWED", "\(request.method) is not allowed here"))
             case let status where (400..<500).contains(status.code):
-                return Envelope.failure(APIError(status, "BAD_REQUEST", error.body ?? status.reasonPhrase))
+                return Envelope.failure(APIError(status, "BAD_REQUEST", (error as? HTTPError)?.body ?? status.reasonPhrase))
             default:
                 context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
                 return Envelope.failure(APIError(.internalServerError, "SERVER_ERROR", "Internal server error"))

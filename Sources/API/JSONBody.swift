@@ -14,7 +14,8 @@ enum JSONBody {
         }
         do {
             return try await request.body.collect(upTo: limit)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            // NIO's too-many-bytes error, from a body sent without Content-Length (chunked).
             throw tooLarge(limit)
         }
     }
@@ -25,11 +26,14 @@ enum JSONBody {
 
     /// Decodes a JSON object into `T`. `allowedKeys` refuses fields the endpoint does not know (where silently
     /// ignoring one would mislead the client, e.g. a profile field it cannot change).
+    /// - Parameter emptyIsObject: an empty body reads as `{}` (for endpoints whose fields are all optional).
     static func decode<T: Decodable>(
-        _ type: T.Type, from request: Request, allowedKeys: Set<String>? = nil, limit: Int = APIContext.maxJSONBodyBytes
+        _ type: T.Type, from request: Request, allowedKeys: Set<String>? = nil, limit: Int = APIContext.maxJSONBodyBytes,
+        emptyIsObject: Bool = false
     ) async throws -> T {
         let buffer = try await collect(request, limit: limit)
-        let data = Data(buffer: buffer)
+        var data = Data(buffer: buffer)
+        if emptyIsObject && data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { data = Data("{}".utf8) }
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
             throw APIError(.badRequest, "VALIDATION_ERROR", data.isEmpty ? "request body must be a JSON object" : "request body is not valid JSON")
         }

@@ -29,7 +29,7 @@ public struct AuthConfiguration: Sendable {
         self.bcryptCost = bcryptCost
     }
 
-    /// `JWT_SECRET` (required when `CARBSCAN_ENV=production`, at least 32 bytes), `ACCESS_TOKEN_TTL` /
+    /// `JWT_SECRET` (at least 32 bytes; required when `CARBSCAN_ENV=production`), `ACCESS_TOKEN_TTL` /
     /// `REFRESH_TOKEN_TTL` (seconds), `APPLE_CLIENT_ID` (comma-separated bundle/service ids), `APPLE_JWKS_URL`,
     /// `APPLE_ISSUER`, `OIDC_ISSUERS` (comma-separated `issuer` or `issuer=jwksURL`), `OIDC_AUDIENCE`,
     /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`.
@@ -50,8 +50,9 @@ public struct AuthConfiguration: Sendable {
         var ephemeral = false
         if let text = value("JWT_SECRET") {
             secret = Array(text.utf8)
-            if production && secret.count < 32 {
-                throw AuthConfigurationError("JWT_SECRET must be at least 32 bytes in production (try: openssl rand -hex 64)")
+            // HS256 keys shorter than the hash (32 bytes) are weak, and JWTKit refuses them.
+            if secret.count < 32 {
+                throw AuthConfigurationError("JWT_SECRET must be at least 32 bytes (try: openssl rand -hex 64)")
             }
         } else if production {
             throw AuthConfigurationError("FATAL: JWT_SECRET environment variable MUST be set in production")

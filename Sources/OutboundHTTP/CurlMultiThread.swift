@@ -36,6 +36,9 @@ final class CurlMultiThread: Sendable {
         var closed = false
     }
 
+    private static let shutDown = "the HTTP client was shut down"
+    private static let cancelled = "cancelled"
+
     private let state = Mutex(State())
     private let multi: MultiHandle
     private let options: HTTPClientOptions
@@ -64,11 +67,11 @@ final class CurlMultiThread: Sendable {
                 let pending = PendingRequest(
                     id: id, request: request, host: host, connectTimeout: connectTimeout, totalTimeout: totalTimeout,
                     continuation: continuation)
-                // Checked under the lock that `cancel` takes: a cancellation either sees this request queued or
+                // Checked under the lock the cancellation handler takes: a cancellation either sees this request queued or
                 // happened before, and then `Task.isCancelled` is already true here.
                 let refusal: HTTPClientError? = state.withLock { state in
-                    if state.closed { return HTTPClientError(.shutdown, "\(request.method.rawValue) \(host): the HTTP client was shut down") }
-                    if Task.isCancelled { return HTTPClientError(.cancelled, "\(request.method.rawValue) \(host): cancelled") }
+                    if state.closed { return HTTPClientError(.shutdown, request.method, host, Self.shutDown) }
+                    if Task.isCancelled { return HTTPClientError(.cancelled, request.method, host, Self.cancelled) }
                     state.added.append(pending)
                     _ = curl_multi_wakeup(multi.pointer)
                     return nil
@@ -106,11 +109,11 @@ final class CurlMultiThread: Sendable {
             }
             if closed {
                 for pending in added {
-                    let method = pending.request.method.rawValue
-                    pending.continuation.resume(returning: .failure(HTTPClientError(.shutdown, "\(method) \(pending.host): the HTTP client was shut down")))
+                    pending.continuation.resume(
+                        returning: .failure(HTTPClientError(.shutdown, pending.request.method, pending.host, Self.shutDown)))
                 }
                 for transfer in transfers.values {
-                    finish(transfer, .failure(HTTPClientError(.shutdown, "\(transfer.method.rawValue) \(transfer.host): the HTTP client was shut down")))
+                    finish(transfer, .failure(HTTPClientError(.shutdown, transfer.method, transfer.host, Self.shutDown)))
                 }
                 break
             }
@@ -118,14 +121,16 @@ final class CurlMultiThread: Sendable {
             let cancelledIDs = Set(cancelled)
             for pending in added {
                 if cancelledIDs.contains(pending.id) {
-                    pending.continuation.resume(returning: .failure(HTTPClientError(.cancelled, "\(pending.request.method.rawValue) \(pending.host): cancelled")))
+                    pending.continuation.resume(
+                        returning: .failure(HTTPClientError(.cancelled, pending.request.method, pending.host, Self.cancelled)))
                     continue
                 }
                 do {
                     let transfer = try Transfer(pending, options: options)
                     let code = curl_multi_add_handle(multi.pointer, transfer.easy)
                     guard code == CURLM_OK else {
-                        transfer.resume(with: .failure(HTTPClientError(.transport, "\(pending.request.method.rawValue) \(pending.host): \(String(cString: curl_multi_strerror(code)))")))
+                        let detail = String(cString: curl_multi_strerror(code))
+                        transfer.resume(with: .failure(HTTPClientError(.transport, transfer.method, transfer.host, detail)))
                         transfer.close()
                         continue
                     }
@@ -138,7 +143,7 @@ final class CurlMultiThread: Sendable {
             // An id not found finished before its cancellation arrived: its caller already has the answer.
             for id in cancelled {
                 guard let easy = handles.removeValue(forKey: id), let transfer = transfers.removeValue(forKey: easy) else { continue }
-                finish(transfer, .failure(HTTPClientError(.cancelled, "\(transfer.method.rawValue) \(transfer.host): cancelled")))
+                finish(transfer, .failure(HTTPClientError(.cancelled, transfer.method, transfer.host, Self.cancelled)))
             }
 
             var running: Int32 = 0
@@ -164,7 +169,9 @@ final class CurlMultiThread: Sendable {
         transfer.close()
         if logger.logLevel <= .debug {
             let elapsed = ContinuousClock.now - transfer.started
-            var metadata: Logger.Metadata = ["http.method": "\(transfer.method.rawValue)", "http.host": "\(transfer.host)", "elapsed": "\(elapsed)"]
+            var metadata: Logger.Metadata = [
+                "http.method": "\(transfer.method.rawValue)", "http.host": "\(transfer.host)", "elapsed": "\(elapsed)",
+            ]
             switch result {
             case .success(let response): metadata["http.status"] = "\(response.status)"
             case .failure(let error): metadata["error"] = "\(error)"

@@ -4,11 +4,12 @@ import Logging
 /// An HTTP/1.1 client over libcurl's multi interface: one multi handle per client, driven by one dedicated OS
 /// thread, so any number of concurrent requests cost one thread and reuse keep-alive connections.
 ///
-/// TLS peers are verified against the system CA bundle; redirects are returned, not followed. Make one client per
-/// process (or per peer with different options) and call ``shutdown()`` when done.
+/// TLS peers are verified against the system CA bundle; redirects are returned, not followed; proxies come from the
+/// usual `http_proxy`/`https_proxy`/`no_proxy` environment variables, as libcurl reads them. Make one client per
+/// process (or per set of options) and call ``shutdown()`` when done; dropping the last reference shuts it down too.
 public final class HTTPClient: Sendable {
+    public let options: HTTPClientOptions
     private let thread: CurlMultiThread
-    private let options: HTTPClientOptions
 
     public init(options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http")) {
         self.options = options
@@ -52,7 +53,9 @@ public final class HTTPClient: Sendable {
         guard scheme == "http" || scheme == "https" else {
             throw HTTPClientError(.invalidURL, "\(method): unsupported URL scheme \(scheme ?? "none")")
         }
-        guard let host = part(CURLUPART_HOST, of: url), !host.isEmpty else { throw HTTPClientError(.invalidURL, "\(method): URL has no host") }
+        guard let host = part(CURLUPART_HOST, of: url), !host.isEmpty else {
+            throw HTTPClientError(.invalidURL, "\(method): URL has no host")
+        }
         return host
     }
 

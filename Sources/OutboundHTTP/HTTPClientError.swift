@@ -32,3 +32,10 @@ public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "HTTPClientError.\(code): \(message)" }
 }
+
+extension HTTPClientError {
+    /// An error whose message starts with the method and host, the most a log line may show of the URL.
+    init(_ code: Code, _ method: HTTPRequest.Method, _ host: String, _ detail: String) {
+        self.init(code, "\(method.rawValue) \(host): \(detail)")
+    }
+}

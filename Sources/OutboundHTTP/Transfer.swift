@@ -62,7 +62,7 @@ final class Transfer {
         }
         if let bytes = request.body ?? (request.method.alwaysHasBody ? [] : nil) {
             if request.method == .get || request.method == .head {
-                throw HTTPClientError(.invalidRequest, "\(request.method.rawValue) \(host): a body is not sent with this method")
+                throw HTTPClientError(.invalidRequest, method, host, "a body is not sent with \(method.rawValue)")
             }
             // One spare byte so an empty body still has a valid address.
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
@@ -77,30 +77,35 @@ final class Transfer {
         var lines: [String] = []
         for (name, value) in request.headers {
             guard name.isValidHeaderName, value.isValidHeaderValue else {
-                throw HTTPClientError(.invalidRequest, "\(request.method.rawValue) \(host): malformed header \(name.debugDescription)")
+                throw HTTPClientError(.invalidRequest, method, host, "malformed header \(name.debugDescription)")
             }
             // "Name;" is libcurl's spelling of a header sent with an empty value ("Name:" would remove it).
             lines.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
         // libcurl would add `Content-Type: application/x-www-form-urlencoded` to a body and `Expect: 100-continue`
         // to a large one (stalling a second on servers that ignore it): send neither unless asked.
-        for name in ["Content-Type", "Expect"] where !request.headers.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+        for name in ["content-type", "expect"] where !request.headers.contains(where: { $0.name.lowercased() == name }) {
             lines.append("\(name):")
         }
         for line in lines {
-            guard let list = curl_slist_append(headerList, line) else { throw HTTPClientError(.transport, "out of memory") }
+            guard let list = curl_slist_append(headerList, line) else { throw HTTPClientError(.transport, method, host, "out of memory") }
             headerList = list
         }
         try set(CURLOPT_HTTPHEADER, pointer: headerList)
 
+        // Unretained: the thread keeps the transfer alive until its handle leaves the multi handle.
         let context = Unmanaged.passUnretained(self).toOpaque()
-        try check(carbscan_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
-        })
+        try check(
+            carbscan_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+            })
         try set(CURLOPT_HEADERDATA, pointer: context)
-        try check(carbscan_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-            Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
-        })
+        try check(
+            carbscan_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+                return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+            })
         try set(CURLOPT_WRITEDATA, pointer: context)
     }
 
@@ -142,26 +147,22 @@ final class Transfer {
 
     private func error(_ code: CURLcode) -> HTTPClientError {
         let detail = errorBuffer.pointee == 0 ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
-        let message = "\(method.rawValue) \(host): \(detail)"
-        if tooLarge {
-            return HTTPClientError(.responseTooLarge, "\(method.rawValue) \(host): response body over \(maxResponseBytes) bytes")
-        }
+        if tooLarge { return HTTPClientError(.responseTooLarge, method, host, "response body over \(maxResponseBytes) bytes") }
         switch code {
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
-            return HTTPClientError(.invalidURL, message)
+            return HTTPClientError(.invalidURL, method, host, detail)
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT:
-            return HTTPClientError(.connect, message)
+            return HTTPClientError(.connect, method, host, detail)
         case CURLE_OPERATION_TIMEDOUT:
-            return HTTPClientError(.timeout, message)
+            // Connect and total timeouts alike: both mean "no answer in time".
+            return HTTPClientError(.timeout, method, host, detail)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
             CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
             CURLE_USE_SSL_FAILED:
-            return HTTPClientError(.tls, message)
-        case CURLE_FILESIZE_EXCEEDED:
-            return HTTPClientError(.responseTooLarge, message)
+            return HTTPClientError(.tls, method, host, detail)
         default:
-            return HTTPClientError(.transport, message)
+            return HTTPClientError(.transport, method, host, detail)
         }
     }
 
@@ -197,7 +198,7 @@ final class Transfer {
     private func check(_ code: CURLcode) throws(HTTPClientError) {
         guard code != CURLE_OK else { return }
         let kind: HTTPClientError.Code = code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL ? .invalidURL : .invalidRequest
-        throw HTTPClientError(kind, "\(method.rawValue) \(host): \(String(cString: curl_easy_strerror(code)))")
+        throw HTTPClientError(kind, method, host, String(cString: curl_easy_strerror(code)))
     }
 }
 

@@ -29,16 +29,12 @@ final class ConnectionThread: Sendable {
 
     /// Runs `body` on the connection's thread and returns its result.
     func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(PostgresError) -> T) async throws(PostgresError) -> T {
-        let box = Mutex<Result<T, PostgresError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        state.withLock { $0.queue.append { c in box.withLock { $0 = Result { () throws(PostgresError) in try body(c) } }; done.signal() } }
-        wakeup.signal()
-        done.wait()
-        return try box.withLock { $0! }.get()
         let result: Result<T, PostgresError> = await withCheckedContinuation { continuation in
             let accepted = state.withLock { state -> Bool in
                 if state.closed { return false }
-                state.queue.append { connection in continuation.resume(returning: Result { () throws(PostgresError) in try body(connection) }) }
+                state.queue.append { connection in
+                    continuation.resume(returning: Result { () throws(PostgresError) in try body(connection) })
+                }
                 return true
             }
             if accepted {

@@ -32,7 +32,8 @@ public struct Migration: Sendable, Equatable {
         for url in files where url.pathExtension == "sql" {
             let file = url.lastPathComponent
             guard let match = file.wholeMatch(of: /([0-9]+)_([A-Za-z0-9_\-]+)\.sql/), let version = Int(match.output.1) else {
-                throw MigrationError(.invalidFile, "\(file): a migration file is named NNNN_name.sql (digits, '_', letters, digits, '_' or '-')")
+                throw MigrationError(
+                    .invalidFile, "\(file): a migration file is named NNNN_name.sql (digits, '_', letters, digits, '_' or '-')")
             }
             if let other = byVersion[version] {
                 throw MigrationError(.duplicateVersion, "\(file) and \(other.file ?? "?") both have version \(version)")

@@ -26,14 +26,15 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate() async throws -> [Migration] {
         try await client.withPinnedConnection { connection in
-            // Migrations may run long (index builds); the lock may wait for another starter.
-            try await connection.script(
-                "SET statement_timeout = 0; SELECT pg_advisory_lock(\(Self.lockNamespace), hashtext(coalesce(current_schema(), '')))")
             do {
+                // Migrations may run long (index builds), and the lock may wait for another starter: no statement timeout.
+                try await connection.script(
+                    "SET statement_timeout = 0; SELECT pg_advisory_lock(\(Self.lockNamespace), hashtext(coalesce(current_schema(), '')))")
                 let applied = try await applyPending(on: connection)
                 try await unlock(connection)
                 return applied
             } catch {
+                // Also restores the statement timeout before the connection goes back to the pool.
                 try? await unlock(connection)
                 throw error
             }

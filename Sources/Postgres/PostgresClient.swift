@@ -98,7 +98,9 @@ public final class PostgresClient: PostgresQueryable {
         }
     }
 
-    private func withThread<T>(isolation: isolated (any Actor)? = #isolation, _ body: (ConnectionThread) async throws -> T) async throws -> T {
+    private func withThread<T>(
+        isolation: isolated (any Actor)? = #isolation, _ body: (ConnectionThread) async throws -> T
+    ) async throws -> T {
         let thread = try await acquire()
         defer { release(thread) }
         return try await body(thread)

@@ -1,6 +1,9 @@
 import Foundation
 
 /// A value that can be bound as a statement parameter, sent in PostgreSQL's text format.
+///
+/// Numbers, `Bool`, `Date`, `UUID` and bytes are sent with their type (`Int` as `bigint`), so a function taking
+/// `integer` needs a cast (`pg_terminate_backend($1::int)`); columns and comparisons convert on their own.
 public protocol PostgresEncodable: Sendable {
     /// The value as PostgreSQL's text input would read it (what `psql` prints).
     var postgresText: String { get }

@@ -18,10 +18,12 @@ extension PostgresConnection {
             PQfinish(connection)
             throw error
         }
-        PQsetNoticeReceiver(connection, { context, result in
-            guard let context, let result else { return }
-            Unmanaged<PostgresConnection>.fromOpaque(context).takeUnretainedValue().notice(result)
-        }, Unmanaged.passUnretained(self).toOpaque())
+        PQsetNoticeReceiver(
+            connection,
+            { context, result in
+                guard let context, let result else { return }
+                Unmanaged<PostgresConnection>.fromOpaque(context).takeUnretainedValue().notice(result)
+            }, Unmanaged.passUnretained(self).toOpaque())
         pg = connection
         logger.debug("postgres connected", metadata: ["postgres": "\(configuration.displayAddress)"])
     }
@@ -44,7 +46,8 @@ extension PostgresConnection {
                 }
                 let events = Int16(state == PGRES_POLLING_READING ? POLLIN : POLLOUT)
                 var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
-                let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+                let milliseconds = Int32(
+                    clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
                 let ready = Glibc.poll(&descriptor, 1, milliseconds)
                 if ready <= 0 { continue }  // timeout (checked above) or EINTR
                 state = PQconnectPoll(connection)

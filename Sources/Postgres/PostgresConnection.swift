@@ -73,7 +73,7 @@ final class PostgresConnection {
     /// Throws unless the connection `generation` names is still the open one.
     func require(generation expected: Int) throws(PostgresError) {
         guard pg != nil, generation == expected else {
-            throw PostgresError(.connection, "the connection was lost during the transaction; it was rolled back")
+            throw PostgresError(.connection, "the connection was lost; the server rolled back its open transaction")
         }
     }
 
@@ -89,7 +89,8 @@ final class PostgresConnection {
                 continue
             }
             guard !text.utf8.contains(0) else {
-                throw PostgresError(.server, "parameter $\(offsets.count + 1) contains a NUL character, which PostgreSQL text cannot hold")
+                throw PostgresError(
+                    .protocolError, "parameter $\(offsets.count + 1) contains a NUL character, which PostgreSQL text cannot hold")
             }
             offsets.append(buffer.count)
             buffer.append(contentsOf: text.utf8.map { CChar(bitPattern: $0) })

@@ -93,7 +93,7 @@ public struct Meals: Sendable {
         let inserted = try await db.query(
             """
             INSERT INTO meals (user_id, local_id, name, carb_estimate, confidence_level, created_at, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, now())
+            VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp())
             ON CONFLICT (user_id, local_id) DO NOTHING RETURNING id
             """,
             [userID, meal.localId, meal.name, meal.carbEstimate, meal.confidenceLevel, meal.createdAt]
@@ -107,17 +107,41 @@ public struct Meals: Sendable {
         return (try row.decode("id"), false)
     }
 
-    /// Meals changed after `since` (all when nil), limited to the history window.
-    public func modified(userID: String, after since: Date?, windowStart: Date?, limit: Int) async throws -> [Meal] {
-        try await db.query(
+    /// One page of a delta sync: the meals changed at or after `since` (all when nil) inside the history window,
+    /// oldest change first, and the timestamp the client sends next time.
+    ///
+    /// Two things make the next timestamp safe. A change is stamped when its statement runs (migration 0003), but
+    /// a transaction that wrote a meal and has not committed yet makes it visible later with an older stamp: the
+    /// next timestamp never passes the start of the oldest transaction holding a write lock on `meals` (the
+    /// horizon; it needs to see other sessions' `pg_stat_activity`, as the one database role does). And a full
+    /// page ends on a whole millisecond (the precision clients see): every meal before it is in the page, so
+    /// following the timestamps neither loops nor skips. Meals at the boundary may come twice; clients key by id.
+    public func changes(userID: String, since: Date?, windowStart: Date?, limit: Int) async throws -> (meals: [Meal], hasMore: Bool, next: Date) {
+        // Transactions holding a write lock on this meals table may still commit changes stamped before now.
+        let horizonRows = try await db.query(
             """
+            SELECT LEAST(clock_timestamp(), (
+                SELECT min(a.xact_start) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'relation' AND l.relation = 'meals'::regclass AND l.mode = 'RowExclusiveLock'
+                  AND l.pid <> pg_backend_pid())) AS horizon
+            """)
+        let horizon = Self.floorToMillisecond(try horizonRows[horizonRows.startIndex].decode("horizon", as: Date.self))
+        let select = """
             SELECT \(Meal.columns) FROM meals
-            WHERE user_id = $1 AND ($2::timestamptz IS NULL OR updated_at > $2)
-              AND ($3::timestamptz IS NULL OR created_at >= $3)
-            ORDER BY updated_at, id LIMIT $4
-            """,
-            [userID, since, windowStart, limit]
-        ).map(Meal.init)
+            WHERE user_id = $1 AND ($2::timestamptz IS NULL OR updated_at >= $2)
+              AND ($3::timestamptz IS NULL OR created_at >= $3) AND ($4::timestamptz IS NULL OR updated_at < $4)
+            ORDER BY updated_at, id
+            """
+        let page = try await db.query(select + " LIMIT $5", [userID, since, windowStart, nil, limit + 1]).map(Meal.init)
+        guard page.count > limit else { return (page, false, horizon) }
+        // Complete the millisecond of the page's last change, so the next page starts after all of it.
+        let end = Self.floorToMillisecond(page[limit - 1].updatedAt).addingTimeInterval(0.001)
+        let full = try await db.query(select, [userID, since, windowStart, end]).map(Meal.init)
+        return (full, true, min(end, horizon))
+    }
+
+    static func floorToMillisecond(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
     }
 
     /// Count and carb total for each window [start, end): one scan of the user's meals.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import Queue
 import ServiceLifecycle
+import Store
 import Workers
 
 struct WorkCommand: AsyncParsableCommand {
@@ -19,6 +20,9 @@ struct WorkCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight jobs get to finish on SIGTERM before they are handed back.")
     var grace: Int = 25
 
+    @Flag(help: "Apply pending database migrations before working.")
+    var migrate = false
+
     func validate() throws {
         guard concurrency >= 1 && concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1…10000") }
         guard grace >= 0 else { throw ValidationError("--grace must be >= 0") }
@@ -28,6 +32,11 @@ struct WorkCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.worker")
+            if migrate {
+                let database = try global.database(logger: logger, poolSize: 1)
+                defer { database.shutdown() }
+                try await Schema.migrate(database, logger: logger)
+            }
             let queue = try global.jobQueue(logger: logger)
             let weights = try parseQueues(queues, catalog: queue.catalog)
             let registry = Handlers.registry(redis: queue.redis)

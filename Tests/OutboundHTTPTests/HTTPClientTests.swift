@@ -29,7 +29,8 @@ struct HTTPClientTests {
         try await TestServer.with { server in
             let client = HTTPClient(options: .init(userAgent: "carbscan-test/1"))
             defer { client.shutdown() }
-            let response = try await client.send(HTTPRequest(url: server.url("/echo?x=1"), headers: [(name: "X-Test", value: "hello there")]))
+            let response = try await client.send(
+                HTTPRequest(url: server.url("/echo?x=1"), headers: [(name: "X-Test", value: "hello there")]))
             #expect(response.status == 200)
             #expect(response.outcome == .success)
             #expect(response.header("X-Method") == "GET")
@@ -57,7 +58,9 @@ struct HTTPClientTests {
             defer { client.shutdown() }
             let body: [UInt8] = [0, 1, 0, 0xFF, 0, 0x0D, 0x0A, 0]
             let response = try await client.send(
-                HTTPRequest(method: .post, url: server.url("/echo"), headers: [(name: "Content-Type", value: "application/octet-stream")], body: body))
+                HTTPRequest(
+                    method: .post, url: server.url("/echo"), headers: [(name: "Content-Type", value: "application/octet-stream")],
+                    body: body))
             #expect(response.header("X-Method") == "POST")
             #expect(response.header("X-Got-Content-Length") == "8")
             #expect(response.header("X-Got-Content-Type") == "application/octet-stream")
@@ -108,7 +111,8 @@ struct HTTPClientTests {
             let seconds = try await client.send(HTTPRequest(url: server.url("/status/429?retryAfter=7")))
             #expect(seconds.retryAfter() == .seconds(7))
             let now = Date(timeIntervalSince1970: 1_700_000_000)  // 2023-11-14T22:13:20Z
-            let dated = try await client.send(HTTPRequest(url: server.url("/status/503?retryAfter=Tue,%2014%20Nov%202023%2022:15:20%20GMT")))
+            let dated = try await client.send(
+                HTTPRequest(url: server.url("/status/503?retryAfter=Tue,%2014%20Nov%202023%2022:15:20%20GMT")))
             #expect(dated.header("Retry-After") == "Tue, 14 Nov 2023 22:15:20 GMT")
             #expect(dated.retryAfter(now: now) == .seconds(120))
         }
@@ -148,6 +152,18 @@ struct HTTPClientTests {
         }
     }
 
+    /// A HEAD answer announces the length of a body it does not carry: that must not count against the cap.
+    @Test func headIgnoresTheAnnouncedLength() async throws {
+        try await TestServer.with { server in
+            let client = HTTPClient(options: .init(maxResponseBytes: 1000))
+            defer { client.shutdown() }
+            let response = try await client.send(HTTPRequest(method: .head, url: server.url("/bytes?count=5000")))
+            #expect(response.status == 200)
+            #expect(response.header("Content-Length") == "5000")
+            #expect(response.body.isEmpty)
+        }
+    }
+
     @Test func bodyOverTheCapWithContentLengthIsRefused() async throws {
         try await TestServer.with { server in
             let client = HTTPClient(options: .init(maxResponseBytes: 100_000))
@@ -167,7 +183,7 @@ struct HTTPClientTests {
             defer { client.shutdown() }
             let started = ContinuousClock.now
             let error = await expectClientError { () throws(HTTPClientError) in
-                try await client.send(HTTPRequest(url: server.url("/announce?length=\(64 << 20)")))
+                try await client.send(HTTPRequest(url: server.url("/announce?length=\(64 << 20)")), totalTimeout: .seconds(8))
             }
             #expect(error?.code == .responseTooLarge)
             #expect(ContinuousClock.now - started < .seconds(5))
@@ -209,6 +225,19 @@ struct HTTPClientTests {
         #expect(error?.code == .connect)
         #expect(error?.outcome == .retryable)
         #expect(error?.message.contains("127.0.0.1") == true)
+    }
+
+    @Test func connectTimeoutTimesOutPromptly() async throws {
+        let stalled = try StalledPort()
+        let client = HTTPClient()  // default connect timeout 5 s: the per-request one must win
+        defer { client.shutdown() }
+        let started = ContinuousClock.now
+        let error = await expectClientError { () throws(HTTPClientError) in
+            try await client.send(HTTPRequest(url: "http://127.0.0.1:\(stalled.port)/x"), connectTimeout: .milliseconds(300))
+        }
+        #expect(error?.code == .timeout)
+        #expect(error?.outcome == .retryable)
+        #expect(ContinuousClock.now - started < .seconds(3))
     }
 
     @Test(arguments: ["not a url", "ftp://127.0.0.1/file", "http://", "/relative/path", "http://exa mple.com/?apikey=SECRET"])

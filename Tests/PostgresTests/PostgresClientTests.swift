@@ -134,6 +134,24 @@ import Testing
             let found = try await db.query(
                 "SELECT count(*) AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'placed'", [schema.name])
             #expect(try found[0].decode("n", as: Int.self) == 1)
+
+            // A path of several schemas (spaces and all) reaches the server intact.
+            var configuration = try schema.configuration(poolSize: 1)
+            configuration.searchPath = "\(schema.name), public"
+            let wide = PostgresClient(configuration: configuration, logger: TestDatabase.logger)
+            defer { wide.shutdown() }
+            #expect(try await wide.query("SHOW search_path")[0].decode(0, as: String.self) == "\(schema.name), public")
+            #expect(try await wide.query("SELECT count(*) AS n FROM placed")[0].decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test func aNulCharacterInAParameterIsRefusedBeforeSending() async throws {
+        try await TestDatabase.withSchema { db, _ in
+            await #expect {
+                try await db.query("SELECT $1::text", ["a\u{0}b"])
+            } throws: { error in
+                (error as? PostgresError)?.message.contains("NUL") == true
+            }
         }
     }
 

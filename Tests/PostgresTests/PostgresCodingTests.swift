@@ -118,12 +118,14 @@ import Testing
             let date = Date(timeIntervalSince1970: 1_700_000_000.123456)
             try await db.execute("INSERT INTO d VALUES ($1)", [date])
             let row = try await db.query(
-                "SELECT at, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS utc, extract(epoch FROM at)::text AS epoch FROM d")[0]
+                "SELECT at, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS utc, extract(epoch FROM at)::text AS epoch FROM d"
+            )[0]
             #expect(try row.decode("at", as: Date.self) == date)
             #expect(try row.decode("utc", as: String.self) == "2023-11-14 22:13:20.123456")
             #expect(try row.decode("epoch", as: String.self) == "1700000000.123456")
 
-            let server = try await db.query("SELECT '2000-01-01 00:00:00.000001+00'::timestamptz AS at, '1969-12-31 23:59:59.5+00'::timestamptz AS before")[0]
+            let server = try await db.query(
+                "SELECT '2000-01-01 00:00:00.000001+00'::timestamptz AS at, '1969-12-31 23:59:59.5+00'::timestamptz AS before")[0]
             #expect(try server.decode("at", as: Date.self) == Date(timeIntervalSince1970: 946_684_800.000001))
             #expect(try server.decode("before", as: Date.self) == Date(timeIntervalSince1970: -0.5))
             let old = Date(timeIntervalSince1970: -2_208_988_800.25)  // 1900-01-01 minus a quarter second

@@ -139,7 +139,7 @@ struct AuthRoutes {
     /// Revokes the sign-in of the refresh token, else of the bearer access token. Always `{revoked: true}`:
     /// it does not tell whether a token existed.
     func revoke(_ request: Request, _ context: APIContext) async throws -> Response {
-        let body = try await JSONBody.decode(RevokeBody.self, from: request)
+        let body = try await JSONBody.decode(RevokeBody.self, from: request, emptyIsObject: true)
         var userID: String?
         if let token = try Field.text(body.refreshToken, "refreshToken", max: 512) {
             userID = try await accounts.revoke(refreshToken: token)

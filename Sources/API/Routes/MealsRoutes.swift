@@ -61,11 +61,15 @@ struct MealsRoutes {
         }
         var modifiedMeals: [MealDTO]
         var syncedLocalMeals: [Synced]
+        /// Send as `lastSyncTimestamp` next time.
         var serverTimestamp: Date
+        /// More changes wait: sync again from `serverTimestamp`.
+        var hasMore: Bool
         var conflictResolution = "server_wins"
     }
 
     static let maxLocalMeals = 500
+    static let maxModifiedMeals = 1000
 
     func sync(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.caller(request)
@@ -91,7 +95,6 @@ struct MealsRoutes {
         if Set(meals.map(\.localId)).count != meals.count {
             throw APIError.validation("localMeals", "localId values must be unique within one sync")
         }
-        let serverTimestamp = Date()
         let synced = try await database.transaction { tx in
             var synced: [(SyncResult.Synced, inserted: Bool)] = []
             for meal in meals {
@@ -102,10 +105,11 @@ struct MealsRoutes {
         }
         // The client already has the meals it just sent; a localId the server knew comes back in the server's version.
         let justSynced = Set(synced.filter(\.inserted).map(\.0.serverId))
-        let modified = try await Meals(database).modified(
-            userID: caller.user.id, after: body.lastSyncTimestamp, windowStart: Self.historyStart(for: caller.user.tier), limit: 1000)
+        let changes = try await Meals(database).changes(
+            userID: caller.user.id, since: body.lastSyncTimestamp, windowStart: Self.historyStart(for: caller.user.tier),
+            limit: Self.maxModifiedMeals)
         return try Envelope.success(SyncResult(
-            modifiedMeals: modified.filter { !justSynced.contains($0.id) }.map(MealDTO.init), syncedLocalMeals: synced.map(\.0),
-            serverTimestamp: serverTimestamp))
+            modifiedMeals: changes.meals.filter { !justSynced.contains($0.id) }.map(MealDTO.init),
+            syncedLocalMeals: synced.map(\.0), serverTimestamp: changes.next, hasMore: changes.hasMore))
     }
 }

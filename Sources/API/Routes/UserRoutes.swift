@@ -25,6 +25,7 @@ struct UserRoutes {
     /// Updates the caller's profile; for an extra issuer's token (e.g. Clerk) with no account yet, creates it
     /// (linked by verified email when one exists): 201.
     func update(_ request: Request, _ context: APIContext) async throws -> Response {
+        let identity = try await authenticator.identify(request)
         let body = try await JSONBody.decode(
             ProfileBody.self, from: request,
             allowedKeys: ["firstName", "lastName", "profileImageUrl", "timeZone", "emailRemindersEnabled"])
@@ -34,7 +35,7 @@ struct UserRoutes {
             profileImageUrl: try Self.imageURL(body.profileImageUrl),
             timeZone: try Self.timeZone(body.timeZone),
             emailRemindersEnabled: body.emailRemindersEnabled)
-        switch try await authenticator.identify(request) {
+        switch identity {
         case .account(let caller):
             guard let user = try await Users(accounts.database).update(id: caller.user.id, changes) else {
                 throw APIError.notFound("User")
@@ -50,7 +51,12 @@ struct UserRoutes {
 
     func delete(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.caller(request)
-        try await accounts.deleteAccount(userID: caller.user.id)
+        do {
+            try await accounts.deleteAccount(userID: caller.user.id)
+        } catch AccountError.userNotFound {
+            // Deleted by a concurrent request between the token check and now.
+            throw APIError.notFound("User")
+        }
         context.logger.info("account deleted", metadata: ["user": "\(caller.user.id)"])
         return try Envelope.success(["deleted": true])
     }

@@ -54,12 +54,14 @@ struct TestAPI: Sendable {
         apple: Bool = true, environment: [String: String] = [:], live: Bool = false,
         _ body: @Sendable (TestAPI, any TestClientProtocol) async throws -> T
     ) async throws -> T {
+        await RunLimiter.shared.acquire()
+        defer { Task { await RunLimiter.shared.release() } }
         let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
         let admin = PostgresClient(configuration: try databaseConfiguration(), logger: logger)
         try await admin.executeScript("CREATE SCHEMA \(schema)")
         var configuration = try databaseConfiguration()
         configuration.searchPath = schema
-        configuration.poolSize = 6
+        configuration.poolSize = 4
         let database = PostgresClient(configuration: configuration, logger: logger)
         let redis = try RedisClient(url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0", logger: logger)
         let prefix = "test-api-\(schema)"

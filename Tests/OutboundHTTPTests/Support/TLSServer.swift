@@ -25,7 +25,9 @@ final class SelfSignedTLSServer {
         let key = directory.appendingPathComponent("key.pem").path
         let certificate = directory.appendingPathComponent("cert.pem").path
         let output = directory.appendingPathComponent("server.out")
-        guard FileManager.default.createFile(atPath: output.path, contents: nil) else { throw StartFailed(reason: "cannot create \(output.path)") }
+        guard FileManager.default.createFile(atPath: output.path, contents: nil) else {
+            throw StartFailed(reason: "cannot create \(output.path)")
+        }
 
         let request = try run([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost",

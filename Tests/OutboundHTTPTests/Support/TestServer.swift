@@ -9,7 +9,7 @@ import Synchronization
 /// - `/status/{code}`: that status; `?retryAfter=` adds a `Retry-After` header.
 /// - `/redirect`: 302 to `/echo`.
 /// - `/slow?ms=`: answers after sleeping; counts requests started in ``Stats/slowStarted``.
-/// - `/bytes?count=`: that many bytes, with `Content-Length`.
+/// - `/bytes?count=`: that many bytes, with `Content-Length`; HEAD announces the length and sends nothing.
 /// - `/stream?chunks=&size=&delayMs=`: chunked body without `Content-Length`, written chunk by chunk.
 /// - `/announce?length=`: announces `Content-Length: length`, writes 1 KiB, then stalls for 10 s.
 /// - `/id/{n}`: answers `n` after 100 ms; tracks the most requests in flight at once in ``Stats/maxInFlight``.
@@ -107,6 +107,14 @@ struct TestServer: Sendable {
             let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 5000
             try await Task.sleep(for: .milliseconds(milliseconds))
             return "slow done"
+        }
+        router.on("bytes", method: .head) { request, _ -> Response in
+            let count = request.uri.queryParameters.get("count", as: Int.self) ?? 0
+            return Response(
+                status: .ok, headers: [.contentLength: String(count)],
+                body: ResponseBody(contentLength: count) { writer in
+                    try await writer.finish(nil)
+                })
         }
         router.get("bytes") { request, _ -> Response in
             let count = request.uri.queryParameters.get("count", as: Int.self) ?? 0

@@ -32,6 +32,7 @@ enum TestDatabase {
     /// - Parameters:
     ///   - poolSize, statementTimeout: the client's settings.
     ///   - body: gets the client and the schema.
+    @discardableResult
     static func withSchema<T>(
         isolation: isolated (any Actor)? = #isolation,
         poolSize: Int = 2,
@@ -42,7 +43,8 @@ enum TestDatabase {
         let admin = PostgresClient(configuration: try configuration(poolSize: 1), logger: logger)
         defer { admin.shutdown() }
         try await admin.executeScript("CREATE SCHEMA \(schema.name)")
-        let client = PostgresClient(configuration: try schema.configuration(poolSize: poolSize, statementTimeout: statementTimeout), logger: logger)
+        let client = PostgresClient(
+            configuration: try schema.configuration(poolSize: poolSize, statementTimeout: statementTimeout), logger: logger)
         do {
             let value = try await body(client, schema)
             client.shutdown()
@@ -56,6 +58,7 @@ enum TestDatabase {
     }
 
     /// Runs `body` with a client on the bare test database (no schema of its own), shut down afterwards.
+    @discardableResult
     static func withAdmin<T>(isolation: isolated (any Actor)? = #isolation, _ body: (PostgresClient) async throws -> T) async throws -> T {
         let admin = PostgresClient(configuration: try configuration(poolSize: 1), logger: logger)
         defer { admin.shutdown() }

@@ -1,0 +1,87 @@
+import Foundation
+import Postgres
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `carbscan migrate` and `carbscan serve` as operators run them, on a database of their own.
+@Suite struct ServeTests {
+    static let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+
+    /// Creates an empty database, runs `body` with its URL, drops it.
+    func withDatabase(_ body: (String) async throws -> Void) async throws {
+        let name = "cli_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        var configuration = try PostgresConfiguration(url: Self.databaseURL)
+        configuration.poolSize = 1
+        // CREATE DATABASE waits while another one copies the template: no statement timeout here.
+        configuration.statementTimeout = nil
+        let admin = PostgresClient(configuration: configuration, logger: .init(label: "test"))
+        defer { admin.shutdown() }
+        try await admin.executeScript("CREATE DATABASE \(name)")
+        configuration.database = name
+        let user = configuration.username.map { "\($0)@" } ?? ""
+        let url = "postgres://\(user)\(configuration.host):\(configuration.port)/\(name)"
+        do {
+            try await body(url)
+        } catch {
+            try? await admin.executeScript("DROP DATABASE \(name) WITH (FORCE)")
+            throw error
+        }
+        try await admin.executeScript("DROP DATABASE \(name) WITH (FORCE)")
+    }
+
+    @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
+        try await withDatabase { url in
+            let results = try await withThrowingTaskGroup(of: (Int32, String).self) { group in
+                for _ in 0..<3 {
+                    group.addTask {
+                        let result = try await CarbScanBinary.run(["migrate"], environment: ["DATABASE_URL": url])
+                        return (result.status, result.stdout)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.allSatisfy { $0.0 == 0 })
+            // Exactly one starter applied the migrations; the others found nothing to do.
+            #expect(results.filter { $0.1.contains("applied") }.count == 1)
+            #expect(results.filter { $0.1.contains("nothing to apply") }.count == 2)
+            let status = try await CarbScanBinary.run(["migrate", "--status"], environment: ["DATABASE_URL": url])
+            let lines = status.stdout.split(separator: "\n")
+            #expect(lines.count >= 2)
+            #expect(lines.allSatisfy { !$0.hasSuffix("pending") })
+        }
+    }
+
+    @Test func productionRefusesToStartWithoutJWTSecret() async throws {
+        let result = try await CarbScanBinary.run(
+            ["serve", "--port", String(CarbScanBinary.freePort())], environment: ["CARBSCAN_ENV": "production", "JWT_SECRET": ""])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("JWT_SECRET"))
+        let short = try await CarbScanBinary.run(
+            ["serve", "--port", String(CarbScanBinary.freePort())], environment: ["JWT_SECRET": "too short"])
+        #expect(short.status == 78)
+        #expect(short.stderr.contains("at least 32 bytes"))
+    }
+
+    @Test func serveMigratesAnswersHealthAndStopsOnSIGTERM() async throws {
+        try await withDatabase { url in
+            let port = CarbScanBinary.freePort()
+            let server = try CarbScanBinary.start(
+                ["serve", "--port", String(port), "--migrate"], environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40)])
+            var health: (Int, String)?
+            for _ in 0..<300 where health == nil {
+                try await Task.sleep(for: .milliseconds(50))
+                guard let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/api/mobile/v1/health")!)
+                else { continue }
+                health = ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+            }
+            let answer = try #require(health, "no answer; log: \(server.output)")
+            #expect(answer.0 == 200)
+            #expect(answer.1.contains(#""status":"healthy""#))
+            server.signal(SIGTERM)
+            #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
+        }
+    }
+}
