@@ -2,7 +2,7 @@
 # Usage: ops/install.sh — installs the Debian 12 packages the project needs (only those missing) and checks swift.
 set -euo pipefail
 
-packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl)
+packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl)
 
 missing=()
 for package in "${packages[@]}"; do
