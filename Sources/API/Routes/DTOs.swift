@@ -4,11 +4,11 @@ import Store
 /// The user as the seed shows it (`auth/apple`, `auth/me`).
 struct UserDTO: Encodable {
     var id: String
-    var email: String?
-    var firstName: String?
-    var lastName: String?
+    @Nullable var email: String?
+    @Nullable var firstName: String?
+    @Nullable var lastName: String?
     var subscriptionTier: String
-    var profileImageUrl: String?
+    @Nullable var profileImageUrl: String?
     var emailRemindersEnabled: Bool
     var timeZone: String
 
@@ -22,32 +22,15 @@ struct UserDTO: Encodable {
         emailRemindersEnabled = user.emailRemindersEnabled
         timeZone = user.timeZone
     }
-
-    /// Optionals are written as `null`, as the seed does (`"profileImageUrl": null`), not left out.
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(email, forKey: .email)
-        try container.encode(firstName, forKey: .firstName)
-        try container.encode(lastName, forKey: .lastName)
-        try container.encode(subscriptionTier, forKey: .subscriptionTier)
-        try container.encode(profileImageUrl, forKey: .profileImageUrl)
-        try container.encode(emailRemindersEnabled, forKey: .emailRemindersEnabled)
-        try container.encode(timeZone, forKey: .timeZone)
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case id, email, firstName, lastName, subscriptionTier, profileImageUrl, emailRemindersEnabled, timeZone
-    }
 }
 
 /// A meal in history and sync answers. `confidenceLevel` is a string, as seed 001's history example has it.
 struct MealDTO: Encodable {
     var id: Int64
-    var localId: String?
+    @Nullable var localId: String?
     var name: String
     var carbEstimate: Double
-    var confidenceLevel: String?
+    @Nullable var confidenceLevel: String?
     var createdAt: Date
     var updatedAt: Date
 
@@ -60,19 +43,6 @@ struct MealDTO: Encodable {
         createdAt = meal.createdAt
         updatedAt = meal.updatedAt
     }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(localId, forKey: .localId)
-        try container.encode(name, forKey: .name)
-        try container.encode(carbEstimate, forKey: .carbEstimate)
-        try container.encode(confidenceLevel, forKey: .confidenceLevel)
-        try container.encode(createdAt, forKey: .createdAt)
-        try container.encode(updatedAt, forKey: .updatedAt)
-    }
-
-    enum CodingKeys: String, CodingKey { case id, localId, name, carbEstimate, confidenceLevel, createdAt, updatedAt }
 }
 
 /// Checks on client strings: trimmed, non-empty where required, bounded.

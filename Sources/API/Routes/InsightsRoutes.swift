@@ -37,15 +37,8 @@ struct InsightsRoutes {
             var comparison = "vs previous week"
         }
         struct Highlights: Encodable {
-            var highestCarbMeal: Highlight?
-            var lowestCarbMeal: Highlight?
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(highestCarbMeal, forKey: .highestCarbMeal)
-                try container.encode(lowestCarbMeal, forKey: .lowestCarbMeal)
-            }
-            enum CodingKeys: String, CodingKey { case highestCarbMeal, lowestCarbMeal }
+            @Nullable var highestCarbMeal: Highlight?
+            @Nullable var lowestCarbMeal: Highlight?
         }
         var summary: Summary
         var trends: Trends

@@ -26,15 +26,8 @@ struct LoginRoutes {
     struct Accepted: Encodable {
         var enqueued: Bool
         var eventId: String
-        var jobId: String?
+        @Nullable var jobId: String?
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(enqueued, forKey: .enqueued)
-            try container.encode(eventId, forKey: .eventId)
-            try container.encode(jobId, forKey: .jobId)
-        }
-        enum CodingKeys: String, CodingKey { case enqueued, eventId, jobId }
     }
 
     func report(_ request: Request, _ context: APIContext, event: String) async throws -> Response {

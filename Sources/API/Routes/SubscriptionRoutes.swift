@@ -17,14 +17,7 @@ struct SubscriptionRoutes {
         struct Subscription: Encodable {
             var tier: String
             var status: String
-            var renewalDate: Date?
-            func encode(to encoder: any Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(tier, forKey: .tier)
-                try c.encode(status, forKey: .status)
-                try c.encode(renewalDate, forKey: .renewalDate)
-            }
-            enum CodingKeys: String, CodingKey { case tier, status, renewalDate }
+            @Nullable var renewalDate: Date?
         }
         struct Scans: Encodable {
             var remaining: Int
@@ -33,32 +26,16 @@ struct SubscriptionRoutes {
             var resetPeriod: String
         }
         struct Chat: Encodable {
-            var remaining: Int?
+            @Nullable var remaining: Int?
             var usedToday: Int
-            var dailyLimit: Int?
-            func encode(to encoder: any Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(remaining, forKey: .remaining)
-                try c.encode(usedToday, forKey: .usedToday)
-                try c.encode(dailyLimit, forKey: .dailyLimit)
-            }
-            enum CodingKeys: String, CodingKey { case remaining, usedToday, dailyLimit }
+            @Nullable var dailyLimit: Int?
         }
         struct Limits: Encodable {
-            var scansPerDay: Int?
-            var scansPerMonth: Int?
-            var chatPerDay: Int?
+            @Nullable var scansPerDay: Int?
+            @Nullable var scansPerMonth: Int?
+            @Nullable var chatPerDay: Int?
             var scanResetPeriod: String
-            var historyDays: Int?
-            func encode(to encoder: any Encoder) throws {
-                var c = encoder.container(keyedBy: CodingKeys.self)
-                try c.encode(scansPerDay, forKey: .scansPerDay)
-                try c.encode(scansPerMonth, forKey: .scansPerMonth)
-                try c.encode(chatPerDay, forKey: .chatPerDay)
-                try c.encode(scanResetPeriod, forKey: .scanResetPeriod)
-                try c.encode(historyDays, forKey: .historyDays)
-            }
-            enum CodingKeys: String, CodingKey { case scansPerDay, scansPerMonth, chatPerDay, scanResetPeriod, historyDays }
+            @Nullable var historyDays: Int?
         }
         var subscription: Subscription
         var scans: Scans
