@@ -33,18 +33,26 @@ enum JSONBody {
     ) async throws -> T {
         let buffer = try await collect(request, limit: limit)
         var data = Data(buffer: buffer)
-        if emptyIsObject && data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { data = Data("{}".utf8) }
-        guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
-            throw APIError(.badRequest, "VALIDATION_ERROR", data.isEmpty ? "request body must be a JSON object" : "request body is not valid JSON")
+        let blank = data.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        if blank {
+            guard emptyIsObject else { throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object") }
+            data = Data("{}".utf8)
         }
-        guard let dictionary = object as? [String: Any] else {
-            throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object")
-        }
-        if let allowedKeys {
-            if let unknown = dictionary.keys.sorted().first(where: { !allowedKeys.contains($0) }) {
-                throw APIError.validation(unknown, "unknown field '\(unknown)'")
+        let decoder = Self.decoder
+        do {
+            if let allowedKeys {
+                let keys = try decoder.decode(TopLevelKeys.self, from: data).keys
+                if let unknown = keys.sorted().first(where: { !allowedKeys.contains($0) }) {
+                    throw APIError.validation(unknown, "unknown field '\(unknown)'")
+                }
             }
+            return try decoder.decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw refusal(error)
         }
+    }
+
+    private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
@@ -54,10 +62,20 @@ enum JSONBody {
             }
             return date
         }
-        do {
-            return try decoder.decode(T.self, from: data)
-        } catch let error as DecodingError {
-            throw refusal(error)
+        return decoder
+    }()
+
+    /// The member names of a JSON object; anything else is a type mismatch at the root.
+    private struct TopLevelKeys: Decodable {
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        let keys: [String]
+        init(from decoder: any Decoder) throws {
+            keys = try decoder.container(keyedBy: Key.self).allKeys.map(\.stringValue)
         }
     }
 
@@ -75,6 +93,7 @@ enum JSONBody {
             return .validation(field, "field '\(field)' must not be null")
         case .typeMismatch(let type, let context):
             let field = path(context.codingPath)
+            if field.isEmpty { return APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object") }
             return .validation(field, "field '\(field)' must be \(describe(type))")
         case .dataCorrupted(let context):
             let field = path(context.codingPath)

@@ -15,10 +15,20 @@ struct PeekedHeader: Decodable {
 }
 
 extension Data {
+    /// Decodes base64url (RFC 4648 §5, padding optional) byte by byte: this runs on every request, where
+    /// Foundation's string replacing would cost more than the decoding.
     init?(base64URLEncoded text: String) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64.append("=") }
-        self.init(base64Encoded: base64)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(text.utf8.count + 3)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "-"): bytes.append(UInt8(ascii: "+"))
+            case UInt8(ascii: "_"): bytes.append(UInt8(ascii: "/"))
+            default: bytes.append(byte)
+            }
+        }
+        while bytes.count % 4 != 0 { bytes.append(UInt8(ascii: "=")) }
+        self.init(base64Encoded: Data(bytes))
     }
 }
 

@@ -25,6 +25,12 @@ final class PostgresConnection {
     private var failures = 0
     private var nextAttempt = ContinuousClock.now
     private var lastError: PostgresError?
+    /// Statements prepared on the current connection, by SQL text and parameter types: a statement the
+    /// application runs again skips the server's parse and plan (they die with the connection).
+    private var prepared: [String: String] = [:]
+    private var preparedGeneration = 0
+    private var preparedCount = 0
+    static let maxPreparedStatements = 500
 
     init(configuration: PostgresConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -97,18 +103,51 @@ final class PostgresConnection {
             buffer.append(0)
         }
         let types = parameters.map(\.type)
+        let name = try preparedStatement(sql, types: types, on: pg)
         let result = buffer.withUnsafeBufferPointer { texts in
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in
                 guard let offset, let base = texts.baseAddress else { return nil }
                 return base + offset
             }
             return values.withUnsafeBufferPointer { values in
-                types.withUnsafeBufferPointer { types in
-                    PQexecParams(pg, sql, Int32(parameters.count), types.baseAddress, values.baseAddress, nil, nil, 0)
-                }
+                PQexecPrepared(pg, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
             }
         }
-        return try consume(result)
+        do {
+            return try consume(result)
+        } catch let error where error.sqlState == "0A000" && error.message.contains("cached plan") {
+            // The table under a prepared statement changed shape (a test or a migration re-created it): forget the
+            // statement; the caller's next call prepares it afresh.
+            prepared[Self.key(sql, types)] = nil
+            throw error
+        }
+    }
+
+    private static func key(_ sql: String, _ types: [UInt32]) -> String {
+        types.isEmpty ? sql : sql + "\u{0}" + types.map(String.init).joined(separator: ",")
+    }
+
+    /// The name of `sql` prepared on this connection, preparing it the first time (`PQprepare` refuses several
+    /// statements just as `PQexecParams` does, and parameters still never touch the SQL text).
+    private func preparedStatement(_ sql: String, types: [UInt32], on pg: OpaquePointer) throws(PostgresError) -> String {
+        if preparedGeneration != generation {
+            prepared.removeAll()
+            preparedGeneration = generation
+        }
+        let key = Self.key(sql, types)
+        if let name = prepared[key] { return name }
+        if prepared.count >= Self.maxPreparedStatements {
+            _ = try consume(PQexec(pg, "DEALLOCATE ALL"))
+            prepared.removeAll()
+        }
+        preparedCount += 1
+        let name = "carbscan_\(preparedCount)"
+        let result = types.withUnsafeBufferPointer { types in
+            PQprepare(pg, name, sql, Int32(types.count), types.baseAddress)
+        }
+        _ = try consume(result)
+        prepared[key] = name
+        return name
     }
 
     /// Runs one or more statements with the simple-query protocol (no parameters).

@@ -99,9 +99,12 @@ for line in open(sys.argv[1]):
     rows.setdefault(name, []).append((float(rps), float(p99), int(bad)))
 med = {name: (statistics.median(r for r, _, _ in v), statistics.median(p for _, p, _ in v), sum(b for _, _, b in v)) for name, v in rows.items()}
 cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
-machine = (f"{cpu}, {sh('nproc')} cores, {sh('free -g | awk \"/Mem:/{print \\$2}\"')} GiB, {platform.system()} {platform.release()}, "
-           f"{sh('swift --version 2>&1 | head -1')}, PostgreSQL {sh('postgres --version 2>/dev/null || /usr/lib/postgresql/15/bin/postgres --version').split()[-1]}, "
-           f"Redis {sh('redis-server --version').split()[2][2:]}, {sh('wrk --version 2>&1 | head -1').split(' [')[0]}")
+memory = sh("free -g | awk '/Mem:/{print $2}'")
+swift = sh("swift --version 2>&1 | head -1")
+postgres = sh("(postgres --version 2>/dev/null || /usr/lib/postgresql/15/bin/postgres --version)").split()[-1]
+redis = sh("redis-server --version").split()[2][2:]
+wrk = sh("wrk --version 2>&1 | head -1").split(" [")[0]
+machine = f"{cpu}, {sh('nproc')} cores, {memory} GiB, {platform.system()} {platform.release()}, {swift}, PostgreSQL {postgres}, Redis {redis}, {wrk}"
 hello = med["hello"][0]
 lines = [f"# API benchmark, {datetime.date.today().isoformat()}", "", f"Machine: {machine}.",
          f"`ops/bench/api.sh`: wrk -t2 -c{sys.argv[5]} for {sys.argv[4]} s per figure on loopback, client and servers on the same 2 cores; "
