@@ -11,6 +11,8 @@ public struct APIDependencies: Sendable {
     public var database: PostgresClient
     public var redis: RedisClient
     public var queue: JobQueue
+    /// Wakes requests waiting for jobs; run it as a service next to the application.
+    public var waiter: JobWaiter
     public var accounts: AccountService
     public var throttle: LoginThrottle
     /// `LOGIN_WEBHOOK_URL` is set: sign-ins and sign-outs enqueue a `login-webhook` job.
@@ -24,6 +26,7 @@ public struct APIDependencies: Sendable {
         self.database = database
         self.redis = redis
         self.queue = queue
+        self.waiter = JobWaiter(queue: queue, logger: logger)
         self.accounts = accounts
         self.throttle = throttle
         self.loginWebhookConfigured = loginWebhookConfigured
@@ -51,7 +54,7 @@ public enum APIServer {
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
         ChatRoutes(database: database, authenticator: authenticator).register(on: api)
-        JobRoutes(queue: dependencies.queue, authenticator: authenticator).register(on: api)
+        JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)
         return (router, api.routes)

@@ -52,7 +52,9 @@ struct ServeCommand: AsyncParsableCommand {
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
             }
             let group = ServiceGroup(
-                configuration: .init(services: [.init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(
+                    services: [.init(service: dependencies.waiter), .init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
             try await group.run()
             database.shutdown()
             queue.redis.close()

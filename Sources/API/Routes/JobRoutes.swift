@@ -2,10 +2,12 @@ import Foundation
 import Hummingbird
 import Queue
 
-/// `jobs/{id}`: a job's status and result, to its owner only; anyone else's job, or no job, is `NOT_FOUND`
-/// (the same answer, so ids cannot be probed).
+/// `jobs/{id}[?wait=N]`: a job's status and result, to its owner only; anyone else's job, or no job, is
+/// `NOT_FOUND` (the same answer, so ids cannot be probed). `wait` (seconds, ≤ 30) long-polls until the job
+/// finishes.
 struct JobRoutes {
     let queue: JobQueue
+    let waiter: JobWaiter
     let authenticator: Authenticator
 
     func register(on api: RouteTable) {
@@ -26,9 +28,15 @@ struct JobRoutes {
 
     func show(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.caller(request)
+        let wait = try request.integer("wait", default: 0, in: 0...30)
         guard let text = context.parameters.get("id"), let id = JobID(rawValue: text.lowercased()),
-            let record = try await queue.record(id), record.owner == caller.user.id
+            var record = try await queue.record(id), record.owner == caller.user.id
         else { throw APIError.notFound("Job") }
+        if wait > 0, record.status != .succeeded, record.status != .failed,
+            let finished = try await waiter.wait(for: id, timeout: .seconds(wait))
+        {
+            record = finished
+        }
         // A dead job reads as failed to clients; the operator CLI shows the dead set.
         let status = record.status.rawValue
         return try Envelope.success(Job(

@@ -91,6 +91,8 @@ struct TestAPI: Sendable {
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
                 clerkKeys: clerkKeys, jwks: jwks)
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
+            let waiter = Task { try await dependencies.waiter.run() }
+            defer { waiter.cancel() }
             let result = try await app.test(live ? .live : .router) { client in try await body(api, client) }
             await cleanUp(schema: schema, prefix: prefix, admin: admin, database: database, redis: redis)
             return result

@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+import Queue
+import Redis
+import ServiceLifecycle
+import Synchronization
+
+/// Lets requests wait for jobs to finish (`GET /jobs/{id}?wait=N`, the short wait of `POST /analyze` and
+/// `POST /chat`), fed by ONE pub/sub subscription per API process to every queue's completion channel — not one
+/// Redis connection per waiting request. A waiter also re-reads the job every second, so an event lost while
+/// the subscription reconnects costs at most that second.
+public final class JobWaiter: Service, Sendable {
+    private struct State {
+        var waiters: [String: [UUID: CheckedContinuation<Void, Never>]] = [:]
+    }
+
+    private let queue: JobQueue
+    private let logger: Logger
+    private let state = Mutex(State())
+    /// A quiet subscription is renewed this often: the only way to stop a pub/sub read in time at shutdown.
+    private let idleRenewal: Duration
+
+    public init(queue: JobQueue, logger: Logger, idleRenewal: Duration = .seconds(2)) {
+        self.queue = queue
+        self.logger = logger
+        self.idleRenewal = idleRenewal
+    }
+
+    /// The job's record once it has finished (succeeded or failed), or as it stands when `timeout` passes; nil when
+    /// there is no such job.
+    public func wait(for id: JobID, timeout: Duration) async throws -> JobRecord? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            guard let record = try await queue.record(id) else { return nil }
+            let now = clock.now
+            if record.status == .succeeded || record.status == .failed || now >= deadline || Task.isCancelled { return record }
+            await pause(id.rawValue, for: min(deadline - now, .seconds(1)))
+        }
+    }
+
+    /// Subscribes to every queue's completion channel and wakes the waiters of each finished job, until shutdown.
+    public func run() async throws {
+        let channels = queue.catalog.queues.map { queue.keys($0).events }
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                let connection = queue.redis.blockingConnection(name: "job-events")
+                do {
+                    _ = try await connection.send(["SUBSCRIBE"] + channels, blockFor: .seconds(1))
+                    // One confirmation per channel; the first came back with SUBSCRIBE.
+                    for _ in 1..<channels.count { _ = try await connection.receive(timeout: .seconds(5)) }
+                    while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                        let message = try await connection.receive(timeout: idleRenewal)
+                        if case .array(let parts) = message, parts.count == 3, parts[0].string == "message",
+                            let text = parts[2].string, let id = text.split(separator: " ").first
+                        {
+                            notify(String(id))
+                        }
+                    }
+                } catch let error as RedisError where error.code == .timeout {
+                    // A quiet channel: renew the subscription (and check for shutdown).
+                } catch {
+                    logger.warning("job event subscription lost; waiters fall back to polling", metadata: ["error": "\(error)"])
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+                connection.close()
+            }
+        } onGracefulShutdown: {}
+        wakeEveryone()
+    }
+
+    private func notify(_ id: String) {
+        let waiting = state.withLock { $0.waiters.removeValue(forKey: id) }
+        for continuation in waiting?.values ?? [:].values { continuation.resume() }
+    }
+
+    private func wakeEveryone() {
+        let waiting = state.withLock { state in
+            defer { state.waiters.removeAll() }
+            return state.waiters.values.flatMap(\.values)
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Sleeps until the job's event, `duration`, or cancellation, whichever comes first. Exactly one of them takes
+    /// the continuation out of the table, so it is resumed once.
+    private func pause(_ id: String, for duration: Duration) async {
+        let token = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                state.withLock { $0.waiters[id, default: [:]][token] = continuation }
+                Task {
+                    try? await Task.sleep(for: duration)
+                    self.resume(id, token)
+                }
+            }
+        } onCancel: {
+            resume(id, token)
+        }
+    }
+
+    private func resume(_ id: String, _ token: UUID) {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            let continuation = state.waiters[id]?.removeValue(forKey: token)
+            if state.waiters[id]?.isEmpty == true { state.waiters[id] = nil }
+            return continuation
+        }
+        continuation?.resume()
+    }
+
+    /// How many requests wait right now (for tests and metrics).
+    public var waitingCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+}

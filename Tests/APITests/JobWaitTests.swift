@@ -1,0 +1,89 @@
+import Foundation
+import Queue
+import Testing
+import Workers
+
+@Suite struct JobWaitTests {
+    /// A worker in this process running the project's handlers (noop) until the returned task is cancelled.
+    func startWorker(_ api: TestAPI) -> (Worker, Task<Void, any Error>) {
+        let worker = Worker(
+            queue: api.queue, registry: Handlers.registry(redis: api.queue.redis),
+            options: WorkerOptions(queues: [("default", 1)], concurrency: 4, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
+            logger: TestAPI.logger)
+        return (worker, Task { try await worker.run() })
+    }
+
+    func enqueueNoop(_ api: TestAPI, owner: String, payload: JSONValue) async throws -> JobID {
+        try #require(try await api.queue.enqueue("noop", payload: payload, options: EnqueueOptions(owner: owner)).id)
+    }
+
+    @Test func waitReturnsTheFinishedJob() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let (worker, task) = startWorker(api)
+            defer { worker.stop() }
+            let id = try await enqueueNoop(api, owner: account.id, payload: ["sleepMs": 300, "result": ["carbs": 42]])
+            let waited = try await client.call(.get, "jobs/\(id.rawValue)?wait=10", token: account.accessToken)
+            #expect(waited.status == 200)
+            #expect(waited.data["status"].string == "succeeded")
+            #expect(waited.data["result"]["carbs"].int == 42)
+            #expect(waited.data["finishedAt"].string != nil)
+            worker.stop()
+            try await task.value
+        }
+    }
+
+    @Test func waitEndsWithTheCurrentStatusWhenTimeRunsOut() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let id = try await enqueueNoop(api, owner: account.id, payload: [:])
+            let clock = ContinuousClock()
+            let start = clock.now
+            let waited = try await client.call(.get, "jobs/\(id.rawValue)?wait=1", token: account.accessToken)
+            #expect(clock.now - start >= .milliseconds(900))
+            #expect(waited.status == 200)
+            #expect(waited.data["status"].string == "queued")
+            for bad in ["31", "-1", "soon"] {
+                let refused = try await client.call(.get, "jobs/\(id.rawValue)?wait=\(bad)", token: account.accessToken)
+                #expect(refused.status == 400)
+                #expect(refused.json["error"]["details"]["field"].string == "wait")
+            }
+        }
+    }
+
+    /// Many waiting requests share the process's one subscription; none opens a Redis connection of its own.
+    @Test func waitersShareOneSubscription() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let ids = try await (0..<6).asyncMap { _ in try await enqueueNoop(api, owner: account.id, payload: ["sleepMs": 50]) }
+            let channel = api.queue.keys("default").events
+            async let answers = withThrowingTaskGroup(of: String?.self) { group in
+                for id in ids {
+                    group.addTask { try await client.call(.get, "jobs/\(id.rawValue)?wait=15", token: account.accessToken).data["status"].string }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            // Wait until all six requests are parked, then count the channel's subscribers.
+            var parked = false
+            for _ in 0..<200 where !parked {
+                try await Task.sleep(for: .milliseconds(20))
+                parked = api.dependencies.waiter.waitingCount == ids.count
+            }
+            #expect(parked)
+            let subscribers = try await api.queue.redis.send(["PUBSUB", "NUMSUB", channel])
+            #expect(subscribers.array?[1].int == 1)
+            let (worker, task) = startWorker(api)
+            #expect(try await answers == Array(repeating: "succeeded", count: 6))
+            worker.stop()
+            try await task.value
+        }
+    }
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}
