@@ -75,7 +75,11 @@ let package = Package(
         ),
         .target(
             name: "Workers",
-            dependencies: ["Queue", "Redis", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Queue", "Redis", "Postgres", "Store", "OutboundHTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "carbscan",
@@ -89,6 +93,14 @@ let package = Package(
         ),
         .testTarget(name: "RedisTests", dependencies: ["Redis"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        .testTarget(
+            name: "WorkersTests",
+            dependencies: [
+                "Workers", "Queue", "Redis", "Postgres", "Store", "OutboundHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "OutboundHTTPTests",
             dependencies: ["OutboundHTTP", .product(name: "Hummingbird", package: "hummingbird")]

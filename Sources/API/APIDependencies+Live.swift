@@ -7,7 +7,7 @@ import Queue
 
 extension APIDependencies {
     /// The production wiring from a database, a queue and the environment (`LOGIN_WEBHOOK_URL`,
-    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`).
+    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`).
     public static func live(
         database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
         http: HTTPClient = HTTPClient()
@@ -22,8 +22,10 @@ extension APIDependencies {
         var throttle = LoginThrottle(redis: queue.redis, prefix: queue.options.prefix)
         if let value = environment["LOGIN_MAX_FAILURES"].flatMap(Int.init) { throttle.maxFailures = value }
         if let value = environment["LOGIN_MAX_ATTEMPTS_PER_IP"].flatMap(Int.init) { throttle.maxAttemptsPerIP = value }
-        return APIDependencies(
+        var dependencies = APIDependencies(
             database: database, redis: queue.redis, queue: queue, accounts: accounts, throttle: throttle,
             loginWebhookConfigured: !(environment["LOGIN_WEBHOOK_URL"] ?? "").isEmpty, logger: logger)
+        dependencies.stripeWebhookSecret = environment["STRIPE_WEBHOOK_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        return dependencies
     }
 }

@@ -17,6 +17,8 @@ public struct APIDependencies: Sendable {
     public var throttle: LoginThrottle
     /// `LOGIN_WEBHOOK_URL` is set: sign-ins and sign-outs enqueue a `login-webhook` job.
     public var loginWebhookConfigured: Bool
+    /// `STRIPE_WEBHOOK_SECRET`: the signing secret of provider webhooks.
+    public var stripeWebhookSecret: String?
     public var logger: Logger
 
     public init(
@@ -57,6 +59,12 @@ public enum APIServer {
         JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)
+        DeviceRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator)
+            .register(on: api)
+        BillingRoutes(
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator,
+            webhookSecret: dependencies.stripeWebhookSecret
+        ).register(on: api)
         return (router, api.routes)
     }
 

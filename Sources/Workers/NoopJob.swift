@@ -51,12 +51,3 @@ public struct NoopJob: JobKind {
         return parameters.result
     }
 }
-
-/// Every handler this build knows. The six CarbScan kinds join in a later issue.
-public enum Handlers {
-    public static func registry(redis: RedisClient) -> JobRegistry {
-        var registry = JobRegistry()
-        registry.register(NoopJob(redis: redis))
-        return registry
-    }
-}

@@ -1,5 +1,7 @@
 import ArgumentParser
+import Foundation
 import Logging
+import OutboundHTTP
 import Queue
 import ServiceLifecycle
 import Store
@@ -32,14 +34,16 @@ struct WorkCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.worker")
-            if migrate {
-                let database = try global.database(logger: logger, poolSize: 1)
-                defer { database.shutdown() }
-                try await Schema.migrate(database, logger: logger)
-            }
+            // Connections open on first use: a worker serving only Redis-side kinds never needs Postgres.
+            let database = try global.database(logger: logger, poolSize: min(concurrency, 16))
+            defer { database.shutdown() }
+            if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let weights = try parseQueues(queues, catalog: queue.catalog)
-            let registry = Handlers.registry(redis: queue.redis)
+            let services = WorkerServices(
+                redis: queue.redis, prefix: global.prefix, database: database, http: HTTPClient(logger: logger),
+                settings: .fromEnvironment(ProcessInfo.processInfo.environment), logger: logger)
+            let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {
                 logger.warning("job kinds without a handler in this build: their jobs go to the dead set", metadata: ["kinds": "\(unhandled)"])

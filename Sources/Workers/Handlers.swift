@@ -1,0 +1,47 @@
+import Logging
+import OutboundHTTP
+import Postgres
+import Queue
+import Redis
+
+/// Every handler this build knows.
+public enum Handlers {
+    /// The diagnostics kind only (engine tests, chaos runs, benchmarks).
+    public static func registry(redis: RedisClient) -> JobRegistry {
+        var registry = JobRegistry()
+        registry.register(NoopJob(redis: redis))
+        return registry
+    }
+
+    /// Every kind: noop and the six CarbScan kinds, on the process's shared clients.
+    public static func registry(services: WorkerServices) -> JobRegistry {
+        var registry = registry(redis: services.redis)
+        registry.register(AnalysisJob(services: services))
+        registry.register(ChatJob(services: services))
+        registry.register(ScanResetJob(services: services))
+        registry.register(SubscriptionSyncJob(services: services))
+        registry.register(PushRegistrationJob(services: services))
+        registry.register(LoginWebhookJob(services: services))
+        return registry
+    }
+}
+
+/// What handlers work with: the process's Redis, Postgres and outbound HTTP clients and its settings.
+public struct WorkerServices: Sendable {
+    public var redis: RedisClient
+    /// The Redis key prefix of the queue (shared rate limits live under it).
+    public var prefix: String
+    public var database: PostgresClient
+    public var http: HTTPClient
+    public var settings: WorkerSettings
+    public var logger: Logger
+
+    public init(redis: RedisClient, prefix: String, database: PostgresClient, http: HTTPClient, settings: WorkerSettings, logger: Logger) {
+        self.redis = redis
+        self.prefix = prefix
+        self.database = database
+        self.http = http
+        self.settings = settings
+        self.logger = logger
+    }
+}

@@ -1,0 +1,20 @@
+import Foundation
+import Queue
+
+/// The `scan-reset` kind (jobs/scan-reset.yml). NOT IMPLEMENTED YET: being written in issue 4; its jobs fail permanently with
+/// that reason, as they did with no handler.
+public struct ScanResetJob: JobKind {
+    public static let name = "scan-reset"
+
+    public struct Parameters: Decodable, Sendable {}
+
+    let services: WorkerServices
+
+    public init(services: WorkerServices) {
+        self.services = services
+    }
+
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+        throw JobFailure.permanent("the scan-reset handler is not implemented yet")
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// Handlers' settings, from the environment. Missing provider settings are not start-up errors: the kinds that
+/// need them fail their jobs with a clear configuration error (dead at once), never a fabricated result.
+public struct WorkerSettings: Sendable {
+    /// OpenAI-compatible API: `{aiBaseURL}/v1/chat/completions`.
+    public var aiBaseURL: String?
+    public var aiAPIKey: String?
+    public var aiModel: String
+    /// Supabase/PostgREST-style login endpoint: `{loginWebhookURL}/logins`.
+    public var loginWebhookURL: String?
+    public var loginWebhookAPIKey: String?
+    /// Stripe-style subscription API: `{stripeAPIBase}/v1/subscriptions/{id}`.
+    public var stripeAPIBase: String
+    public var stripeSecretKey: String?
+    /// Price id → tier, e.g. `price_ess=essentials,price_pro=pro`.
+    public var stripePriceTiers: [String: String]
+    /// The zone of the scan-reset schedule's midnights (jobs/scan-reset.yml uses the same).
+    public var scanResetTimeZone: TimeZone
+    /// Stored photos are deleted after this.
+    public var photoRetention: Duration
+
+    public init(
+        aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini", loginWebhookURL: String? = nil,
+        loginWebhookAPIKey: String? = nil, stripeAPIBase: String = "https://api.stripe.com", stripeSecretKey: String? = nil,
+        stripePriceTiers: [String: String] = [:], scanResetTimeZone: TimeZone = .gmt, photoRetention: Duration = .seconds(30 * 86_400)
+    ) {
+        self.aiBaseURL = aiBaseURL
+        self.aiAPIKey = aiAPIKey
+        self.aiModel = aiModel
+        self.loginWebhookURL = loginWebhookURL
+        self.loginWebhookAPIKey = loginWebhookAPIKey
+        self.stripeAPIBase = stripeAPIBase
+        self.stripeSecretKey = stripeSecretKey
+        self.stripePriceTiers = stripePriceTiers
+        self.scanResetTimeZone = scanResetTimeZone
+        self.photoRetention = photoRetention
+    }
+
+    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `LOGIN_WEBHOOK_URL`, `LOGIN_WEBHOOK_API_KEY`, `STRIPE_API_BASE`,
+    /// `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`.
+    public static func fromEnvironment(_ environment: [String: String]) -> WorkerSettings {
+        func value(_ name: String) -> String? {
+            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
+        var tiers: [String: String] = [:]
+        for pair in (value("STRIPE_PRICE_TIERS") ?? "").split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2 { tiers[parts[0]] = parts[1] }
+        }
+        return WorkerSettings(
+            aiBaseURL: value("AI_BASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, aiAPIKey: value("AI_API_KEY"),
+            aiModel: value("AI_MODEL") ?? "gpt-4o-mini",
+            loginWebhookURL: value("LOGIN_WEBHOOK_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
+            loginWebhookAPIKey: value("LOGIN_WEBHOOK_API_KEY"), stripeAPIBase: value("STRIPE_API_BASE") ?? "https://api.stripe.com",
+            stripeSecretKey: value("STRIPE_SECRET_KEY"), stripePriceTiers: tiers,
+            scanResetTimeZone: value("SCAN_RESET_TIMEZONE").flatMap(TimeZone.init(identifier:)) ?? .gmt,
+            photoRetention: .seconds(Int(value("PHOTO_RETENTION_DAYS") ?? "30").map { $0 * 86_400 } ?? 30 * 86_400))
+    }
+}
