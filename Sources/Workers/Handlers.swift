@@ -31,14 +31,20 @@ public struct WorkerServices: Sendable {
     public var redis: RedisClient
     /// The Redis key prefix of the queue (shared rate limits live under it).
     public var prefix: String
+    /// The job kinds' settings (`jobs/*.yml`), e.g. a kind's provider rate limit.
+    public var catalog: JobCatalog
     public var database: PostgresClient
     public var http: HTTPClient
     public var settings: WorkerSettings
     public var logger: Logger
 
-    public init(redis: RedisClient, prefix: String, database: PostgresClient, http: HTTPClient, settings: WorkerSettings, logger: Logger) {
+    public init(
+        redis: RedisClient, prefix: String, catalog: JobCatalog, database: PostgresClient, http: HTTPClient, settings: WorkerSettings,
+        logger: Logger
+    ) {
         self.redis = redis
         self.prefix = prefix
+        self.catalog = catalog
         self.database = database
         self.http = http
         self.settings = settings

@@ -41,7 +41,7 @@ struct WorkCommand: AsyncParsableCommand {
             let queue = try global.jobQueue(logger: logger)
             let weights = try parseQueues(queues, catalog: queue.catalog)
             let services = WorkerServices(
-                redis: queue.redis, prefix: global.prefix, database: database, http: HTTPClient(logger: logger),
+                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: HTTPClient(logger: logger),
                 settings: .fromEnvironment(ProcessInfo.processInfo.environment), logger: logger)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()

@@ -66,7 +66,7 @@ struct WorkerTestEnvironment: Sendable {
     }
 
     func services(_ settings: WorkerSettings) -> WorkerServices {
-        WorkerServices(redis: redis, prefix: prefix, database: database, http: http, settings: settings, logger: Self.logger)
+        WorkerServices(redis: redis, prefix: prefix, catalog: queue.catalog, database: database, http: http, settings: settings, logger: Self.logger)
     }
 
     /// A worker with every handler, serving `queues` (default: all), until `stop()`.
