@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         // jwt-kit 5.7+ needs swift-crypto ≥ 4.1; the machine has 3.12.3 and 4.5.2.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -70,6 +71,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             resources: [.copy("openapi.json")]
         ),

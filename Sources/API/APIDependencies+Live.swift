@@ -7,7 +7,7 @@ import Queue
 
 extension APIDependencies {
     /// The production wiring from a database, a queue and the environment (`LOGIN_WEBHOOK_URL`,
-    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`).
+    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`, `SYNC_WAIT_SECONDS`, `SCAN_RESET_TIMEZONE`).
     public static func live(
         database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
         http: HTTPClient = HTTPClient()
@@ -26,6 +26,10 @@ extension APIDependencies {
             database: database, redis: queue.redis, queue: queue, accounts: accounts, throttle: throttle,
             loginWebhookConfigured: !(environment["LOGIN_WEBHOOK_URL"] ?? "").isEmpty, logger: logger)
         dependencies.stripeWebhookSecret = environment["STRIPE_WEBHOOK_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        if let seconds = environment["SYNC_WAIT_SECONDS"].flatMap(Double.init), (0...30).contains(seconds) {
+            dependencies.syncWait = .milliseconds(Int(seconds * 1000))
+        }
+        if let zone = environment["SCAN_RESET_TIMEZONE"].flatMap(TimeZone.init(identifier:)) { dependencies.scanResetTimeZone = zone }
         return dependencies
     }
 }

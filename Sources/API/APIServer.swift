@@ -19,6 +19,10 @@ public struct APIDependencies: Sendable {
     public var loginWebhookConfigured: Bool
     /// `STRIPE_WEBHOOK_SECRET`: the signing secret of provider webhooks.
     public var stripeWebhookSecret: String?
+    /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
+    public var syncWait: Duration = .seconds(8)
+    /// The zone of scan-reset midnights (`SCAN_RESET_TIMEZONE`, default UTC), as the scheduler uses.
+    public var scanResetTimeZone: TimeZone = .gmt
     public var logger: Logger
 
     public init(
@@ -55,7 +59,10 @@ public enum APIServer {
         MealsRoutes(database: database, authenticator: authenticator).register(on: api)
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
-        ChatRoutes(database: database, authenticator: authenticator).register(on: api)
+        let results = ResultSettings(syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone)
+        ChatRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results)
+            .register(on: api)
+        // ANALYZE_ROUTES_PENDING
         JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)

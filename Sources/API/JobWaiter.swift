@@ -39,6 +39,11 @@ public final class JobWaiter: Service, Sendable {
         }
     }
 
+    /// The job's status as clients name it, or nil when there is no such job.
+    public func currentStatus(_ id: JobID) async throws -> String? {
+        try await queue.record(id)?.status.rawValue
+    }
+
     /// Subscribes to every queue's completion channel and wakes the waiters of each finished job, until shutdown.
     public func run() async throws {
         let channels = queue.catalog.queues.map { queue.keys($0).events }

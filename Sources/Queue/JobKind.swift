@@ -30,6 +30,20 @@ public struct JobContext: Sendable {
     public let scheduledFor: Date?
     public let enqueuedAt: Date
     public let logger: Logger
+
+    /// For running a handler outside a worker (tests that replay a delivery).
+    public init(
+        id: JobID, kind: String, attempt: Int, maxAttempts: Int, scheduledFor: Date? = nil, enqueuedAt: Date = Date(),
+        logger: Logger = Logger(label: "job")
+    ) {
+        self.id = id
+        self.kind = kind
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.scheduledFor = scheduledFor
+        self.enqueuedAt = enqueuedAt
+        self.logger = logger
+    }
 }
 
 /// A failure the handler classifies itself.

@@ -63,3 +63,44 @@ public struct LoginEvents: Sendable {
         )
     }
 }
+
+extension ChatMessages {
+    /// Stores the job's exchange once per job id; returns the row's id.
+    public func insertOnce(
+        userID: String, jobID: String, message: String, response: String, messageType: String, followUps: [String]
+    ) async throws -> Int64 {
+        let followUpsJSON = String(decoding: try JSONEncoder().encode(followUps), as: UTF8.self)
+        let inserted = try await db.query(
+            """
+            INSERT INTO chat_messages (user_id, job_id, message, response, message_type, follow_up_questions)
+            VALUES ($1, $2::uuid, $3, $4, $5, $6::jsonb)
+            ON CONFLICT (job_id) DO NOTHING RETURNING id
+            """,
+            [userID, jobID, message, response, messageType, followUpsJSON])
+        if let row = inserted.first { return try row.decode("id") }
+        let existing = try await db.query("SELECT id FROM chat_messages WHERE job_id = $1::uuid", [jobID])
+        guard let row = existing.first else { throw StoreError("chat message of job \(jobID) was neither inserted nor found") }
+        return try row.decode("id")
+    }
+}
+
+/// The daily chat quota: counted when a message is accepted, in the user's local day.
+public struct ChatQuota: Sendable {
+    let db: any PostgresQueryable
+
+    public init(_ db: any PostgresQueryable) { self.db = db }
+
+    /// Counts one message against today's limit (nil: unlimited) atomically; returns today's count after it, or
+    /// nil when the limit is reached (nothing counted).
+    public func take(userID: String, day: String, limit: Int?) async throws -> Int? {
+        let rows = try await db.query(
+            """
+            INSERT INTO usage_counters (user_id, kind, period, used) VALUES ($1, 'chat', $2, 1)
+            ON CONFLICT (user_id, kind, period) DO UPDATE SET used = usage_counters.used + 1
+            WHERE $3::bigint IS NULL OR usage_counters.used < $3::bigint
+            RETURNING used
+            """,
+            [userID, day, limit])
+        return try rows.first?.decode("used")
+    }
+}

@@ -184,3 +184,40 @@ public struct Meals: Sendable {
         return (highest, lowest)
     }
 }
+
+/// A meal written by an analysis job: once per job id, however often the job is delivered.
+public struct AnalyzedMeal: Sendable, Equatable {
+    public var name: String
+    public var carbEstimate: Double
+    public var confidenceLow: Double
+    public var confidenceHigh: Double
+    public var confidenceLevel: Double
+    public var analysis: String
+
+    public init(name: String, carbEstimate: Double, confidenceLow: Double, confidenceHigh: Double, confidenceLevel: Double, analysis: String) {
+        self.name = name
+        self.carbEstimate = carbEstimate
+        self.confidenceLow = confidenceLow
+        self.confidenceHigh = confidenceHigh
+        self.confidenceLevel = confidenceLevel
+        self.analysis = analysis
+    }
+}
+
+extension Meals {
+    /// Inserts the job's meal, or returns the one an earlier delivery of the same job wrote.
+    public func insertOnce(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
+        let inserted = try await db.query(
+            """
+            INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,
+                               confidence_level, analysis)
+            VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
+            ON CONFLICT (job_id) DO NOTHING RETURNING id
+            """,
+            [userID, jobID, photoID, meal.name, meal.carbEstimate, meal.confidenceLow, meal.confidenceHigh, meal.confidenceLevel, meal.analysis])
+        if let row = inserted.first { return try row.decode("id") }
+        let existing = try await db.query("SELECT id FROM meals WHERE job_id = $1::uuid", [jobID])
+        guard let row = existing.first else { throw StoreError("meal of job \(jobID) was neither inserted nor found") }
+        return try row.decode("id")
+    }
+}

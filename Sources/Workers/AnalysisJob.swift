@@ -1,12 +1,44 @@
 import Foundation
+import Postgres
 import Queue
+import Store
 
-/// The `analysis` kind (jobs/analysis.yml). NOT IMPLEMENTED YET: being written in issue 4; its jobs fail permanently with
-/// that reason, as they did with no handler.
+/// `analysis` (jobs/analysis.yml): sends the stored photo to the AI model (vision) and writes the carb estimate as
+/// a meal — once per job id. The scan reserved when the photo was accepted is charged on success and refunded
+/// (once) when the job dies: a permanent failure, or a failure on its last attempt.
 public struct AnalysisJob: JobKind {
     public static let name = "analysis"
 
-    public struct Parameters: Decodable, Sendable {}
+    public struct Parameters: Decodable, Sendable {
+        public var userId: String
+        /// `meal_photos.id`, as a string (job payloads carry ids as text).
+        public var photoId: String
+    }
+
+    /// The answer the model must give (its JSON schema is `schema`).
+    struct Estimate: Decodable {
+        var compositeItemName: String
+        var carbEstimate: Double
+        var confidenceLow: Double
+        var confidenceHigh: Double
+        var confidenceLevel: Double
+        var analysis: String
+    }
+
+    static let schema: JSONValue = [
+        "type": "object", "additionalProperties": false,
+        "required": ["compositeItemName", "carbEstimate", "confidenceLow", "confidenceHigh", "confidenceLevel", "analysis"],
+        "properties": [
+            "compositeItemName": ["type": "string"], "carbEstimate": ["type": "number"], "confidenceLow": ["type": "number"],
+            "confidenceHigh": ["type": "number"], "confidenceLevel": ["type": "number"], "analysis": ["type": "string"],
+        ],
+    ]
+
+    static let instructions = """
+        You estimate the carbohydrates in the food photo, in grams. Answer with the JSON object asked for: \
+        compositeItemName (what the meal is), carbEstimate (grams), confidenceLow and confidenceHigh (a range around \
+        the estimate), confidenceLevel (0 to 1) and analysis (a short explanation per item).
+        """
 
     let services: WorkerServices
 
@@ -15,6 +47,65 @@ public struct AnalysisJob: JobKind {
     }
 
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        throw JobFailure.permanent("the analysis handler is not implemented yet")
+        guard let photoID = Int64(parameters.photoId) else { throw JobFailure.permanent("photoId '\(parameters.photoId)' is not a photo id") }
+        do {
+            return try await analyse(parameters, photoID: photoID, context: context)
+        } catch let failure as JobFailure where failure.kind == .permanent || context.attempt >= context.maxAttempts {
+            try await ScanReservations(services.database).refund(photoID: photoID)
+            throw JobFailure.permanent(failure.message)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            if context.attempt >= context.maxAttempts {
+                try await ScanReservations(services.database).refund(photoID: photoID)
+            }
+            throw error
+        }
+    }
+
+    private func analyse(_ parameters: Parameters, photoID: Int64, context: JobContext) async throws -> JSONValue {
+        guard let photo = try await MealPhotos(services.database).find(id: photoID, userID: parameters.userId) else {
+            throw JobFailure.permanent("photo \(photoID) of user \(parameters.userId) does not exist (deleted?)")
+        }
+        let dataURL = "data:\(photo.contentType);base64," + Data(photo.bytes).base64EncodedString()
+        let estimate = try await AIClient(services: services).complete(
+            Estimate.self, kind: Self.name,
+            messages: [
+                .init(role: "system", text: Self.instructions),
+                .init(role: "user", text: "How many carbs are in this meal?", imageDataURL: dataURL),
+            ],
+            schemaName: "carb_estimate", schema: Self.schema)
+        let meal = try Self.validate(estimate)
+        let mealID = try await services.database.transaction { tx in
+            let id = try await Meals(tx).insertOnce(userID: parameters.userId, jobID: context.id.rawValue, photoID: photoID, meal: meal)
+            try await ScanReservations(tx).charge(photoID: photoID)
+            return id
+        }
+        return [
+            "mealId": .int(Int(mealID)),
+            "analysis": [
+                "carbEstimate": .double(meal.carbEstimate), "confidenceLow": .double(meal.confidenceLow),
+                "confidenceHigh": .double(meal.confidenceHigh), "confidenceLevel": .double(meal.confidenceLevel),
+                "analysis": .string(meal.analysis), "compositeItemName": .string(meal.name),
+            ],
+        ]
+    }
+
+    /// An estimate the app can show: carbs 0–1000 g, low ≤ estimate ≤ high, confidence 0–1, a name. Anything else is
+    /// an unusable answer (retried: the model may do better; dead with the reason after the last attempt).
+    static func validate(_ estimate: Estimate) throws -> AnalyzedMeal {
+        let name = estimate.compositeItemName.trimmingCharacters(in: .whitespacesAndNewlines)
+        var problems: [String] = []
+        if name.isEmpty { problems.append("no meal name") }
+        if !(0...1000).contains(estimate.carbEstimate) { problems.append("carbEstimate \(estimate.carbEstimate) outside 0–1000 g") }
+        if !(estimate.confidenceLow <= estimate.carbEstimate && estimate.carbEstimate <= estimate.confidenceHigh) {
+            problems.append("range \(estimate.confidenceLow)–\(estimate.confidenceHigh) does not hold the estimate \(estimate.carbEstimate)")
+        }
+        if estimate.confidenceLow < 0 || estimate.confidenceHigh > 1000 { problems.append("range outside 0–1000 g") }
+        if !(0...1).contains(estimate.confidenceLevel) { problems.append("confidenceLevel \(estimate.confidenceLevel) outside 0–1") }
+        guard problems.isEmpty else { throw JobFailure.retryable("unusable AI answer: " + problems.joined(separator: "; ")) }
+        return AnalyzedMeal(
+            name: String(name.prefix(200)), carbEstimate: estimate.carbEstimate, confidenceLow: estimate.confidenceLow,
+            confidenceHigh: estimate.confidenceHigh, confidenceLevel: estimate.confidenceLevel, analysis: String(estimate.analysis.prefix(4000)))
     }
 }

@@ -1,15 +1,70 @@
 import Foundation
 import Hummingbird
 import Postgres
+import Queue
 import Store
 
-/// `chat/history`: the caller's conversation, newest first.
+/// `chat` (seed 001): the message is counted against the day's limit (the user's time zone; none left:
+/// `CHAT_LIMIT_REACHED`), then a `chat` job asks the AI; the answer comes like `analyze`'s (200 within the short
+/// wait, else 202 with the job). `chat/history`: the caller's conversation, newest first.
 struct ChatRoutes {
     let database: PostgresClient
+    let queue: JobQueue
+    let waiter: JobWaiter
     let authenticator: Authenticator
+    let settings: ResultSettings
+
+    static let maxMessageLength = 1000
 
     func register(on api: RouteTable) {
+        api.post("chat", send)
         api.get("chat/history", history)
+    }
+
+    struct Answer: Encodable {
+        struct Usage: Encodable {
+            @Nullable var remainingChats: Int?
+            var totalUsedToday: Int
+            var subscriptionTier: String
+        }
+        var response: String
+        var messageType: String
+        var followUpQuestions: [String]
+        var usage: Usage
+    }
+
+    func send(_ request: Request, _ context: APIContext) async throws -> Response {
+        let user = try await authenticator.caller(request).user
+        struct Body: Decodable { var message: String }
+        let body = try await JSONBody.decode(Body.self, from: request, allowedKeys: ["message"])
+        let message = try Field.text(body.message, "message", max: Self.maxMessageLength, required: true)!
+        let limit = user.tier.chatsPerDay
+        let day = UsageCounters.day(of: Date(), in: user.calendarTimeZone)
+        guard let used = try await ChatQuota(database).take(userID: user.id, day: day, limit: limit) else {
+            throw APIError(
+                .tooManyRequests, "CHAT_LIMIT_REACHED",
+                "You've reached your daily limit of AI chat questions. Upgrade to Pro for unlimited AI assistance!",
+                details: ["remainingChats": .int(0), "dailyLimit": limit.map(JSONValue.int) ?? .null, "subscriptionTier": .string(user.tier.rawValue)])
+        }
+        let payload: JSONValue = [
+            "userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": .string(message),
+        ]
+        guard let id = try await queue.enqueue("chat", payload: payload, options: EnqueueOptions(owner: user.id)).id else {
+            throw StoreError("the chat message was not enqueued")
+        }
+        return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
+            struct Stored: Decodable {
+                var response: String
+                var messageType: String
+                var followUpQuestions: [String]
+            }
+            guard let text = record.result, let stored = try? JSONDecoder().decode(Stored.self, from: Data(text.utf8)) else {
+                throw StoreError("chat job \(id) succeeded without a result")
+            }
+            return try Envelope.success(Answer(
+                response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions,
+                usage: .init(remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)))
+        }
     }
 
     struct Message: Encodable {

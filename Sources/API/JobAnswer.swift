@@ -1,0 +1,47 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Queue
+
+/// How long the seed's synchronous endpoints wait for their job, and the scan reset zone (the scheduler's).
+struct ResultSettings: Sendable {
+    var syncWait: Duration
+    var scanResetTimeZone: TimeZone
+}
+
+/// The answer of an endpoint that runs a job: the finished job's own body (200) when it finishes within the
+/// wait, 202 with the job otherwise or when the client sent `Prefer: respond-async` (RFC 7240), and 502 with the
+/// reason when the job failed.
+enum JobAnswer {
+    struct Accepted: Encodable {
+        var jobId: String
+        var status: String
+    }
+
+    static func respond(
+        _ request: Request, job id: JobID, waiter: JobWaiter, settings: ResultSettings,
+        succeeded: (JobRecord) async throws -> Response
+    ) async throws -> Response {
+        let preferAsync = request.headers[values: .prefer].contains { $0.lowercased().contains("respond-async") }
+        if !preferAsync, let record = try await waiter.wait(for: id, timeout: settings.syncWait) {
+            switch record.status {
+            case .succeeded:
+                return try await succeeded(record)
+            case .failed:
+                throw APIError(
+                    .badGateway, "JOB_FAILED", "The job failed: \(record.error ?? "unknown reason")",
+                    details: ["jobId": .string(id.rawValue)])
+            default:
+                break
+            }
+        }
+        var headers = HTTPFields()
+        headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)"
+        let status = try await waiter.currentStatus(id) ?? "queued"
+        return try Envelope.success(Accepted(jobId: id.rawValue, status: status), status: .accepted, headers: headers)
+    }
+}
+
+extension HTTPField.Name {
+    static let prefer = HTTPField.Name("Prefer")!
+}

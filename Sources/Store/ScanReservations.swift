@@ -1,0 +1,66 @@
+import Foundation
+import Postgres
+
+/// The scan a photo holds: reserved when the photo is accepted, then charged (its analysis succeeded) or refunded
+/// (it died) — each transition at most once, guarded by the reservation's status.
+public struct ScanReservations: Sendable {
+    let db: any PostgresQueryable
+
+    public init(_ db: any PostgresQueryable) { self.db = db }
+
+    public func insert(photoID: Int64, userID: String) async throws {
+        try await db.execute("INSERT INTO scan_reservations (photo_id, user_id) VALUES ($1, $2)", [photoID, userID])
+    }
+
+    /// Keeps the scan for good. False when it was already settled.
+    @discardableResult
+    public func charge(photoID: Int64) async throws -> Bool {
+        try await db.execute(
+            "UPDATE scan_reservations SET status = 'charged', settled_at = now() WHERE photo_id = $1 AND status = 'reserved'",
+            [photoID]) == 1
+    }
+
+    /// Gives the scan back, once: the user's remaining scans go up by one (never past the tier's limit). Returns
+    /// whether this call refunded it.
+    @discardableResult
+    public func refund(photoID: Int64) async throws -> Bool {
+        let rows = try await db.query(
+            """
+            WITH settled AS (
+                UPDATE scan_reservations SET status = 'refunded', settled_at = now()
+                WHERE photo_id = $1 AND status = 'reserved' RETURNING user_id
+            )
+            UPDATE users u SET remaining_scans = LEAST(u.remaining_scans + 1,
+                CASE u.subscription_tier WHEN 'free' THEN \(Tier.free.scanLimit) WHEN 'essentials' THEN \(Tier.essentials.scanLimit)
+                    ELSE \(Tier.pro.scanLimit) END)
+            FROM settled WHERE u.id = settled.user_id RETURNING u.id
+            """,
+            [photoID])
+        return !rows.isEmpty
+    }
+
+    public func status(photoID: Int64) async throws -> String? {
+        try await db.query("SELECT status FROM scan_reservations WHERE photo_id = $1", [photoID]).first?.decode("status")
+    }
+}
+
+/// Stored meal photos (bytes in Postgres, never in Redis).
+public struct MealPhotos: Sendable {
+    let db: any PostgresQueryable
+
+    public init(_ db: any PostgresQueryable) { self.db = db }
+
+    public func insert(userID: String, contentType: String, bytes: [UInt8]) async throws -> Int64 {
+        let rows = try await db.query(
+            "INSERT INTO meal_photos (user_id, content_type, byte_size, bytes) VALUES ($1, $2, $3, $4) RETURNING id",
+            [userID, contentType, bytes.count, bytes])
+        return try rows[rows.startIndex].decode("id")
+    }
+
+    public func find(id: Int64, userID: String) async throws -> (contentType: String, bytes: [UInt8])? {
+        guard let row = try await db.query(
+            "SELECT content_type, bytes FROM meal_photos WHERE id = $1 AND user_id = $2", [id, userID]
+        ).first else { return nil }
+        return (try row.decode("content_type"), try row.decode("bytes"))
+    }
+}

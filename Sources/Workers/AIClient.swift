@@ -1,0 +1,100 @@
+import Foundation
+import OutboundHTTP
+import Queue
+
+/// An OpenAI-compatible chat completions client (`POST {base}/v1/chat/completions`), asking for JSON that
+/// matches a schema (`response_format: json_schema`). Failures are classified for the queue: network, timeout,
+/// 408, 429 and 5xx are retried (after `Retry-After` when the provider says); other 4xx are permanent; an answer
+/// that is not the JSON asked for is retried (a model may do better on another try).
+struct AIClient: Sendable {
+    let services: WorkerServices
+
+    struct Message: Sendable {
+        var role: String
+        /// Text, and optionally an image as a data URL (the vision content part).
+        var text: String
+        var imageDataURL: String?
+    }
+
+    /// The model's JSON answer, decoded as `T`.
+    func complete<T: Decodable>(
+        _ type: T.Type, kind: String, messages: [Message], schemaName: String, schema: JSONValue
+    ) async throws -> T {
+        guard let base = services.settings.aiBaseURL else {
+            throw JobFailure.permanent("AI_BASE_URL is not configured: no AI model to ask")
+        }
+        // RATE_LIMIT_PENDING
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Accept", "application/json")]
+        if let key = services.settings.aiAPIKey { headers.append(("Authorization", "Bearer \(key)")) }
+        let body: JSONValue = [
+            "model": .string(services.settings.aiModel),
+            "messages": .array(messages.map(Self.encode)),
+            "response_format": [
+                "type": "json_schema",
+                "json_schema": ["name": .string(schemaName), "strict": true, "schema": schema],
+            ],
+        ]
+        let response: HTTPResponse
+        do {
+            response = try await services.http.send(
+                HTTPRequest(method: .post, url: base + "/v1/chat/completions", headers: headers, body: Array(body.jsonString.utf8)))
+        } catch {
+            if error.outcome == .permanent { throw JobFailure.permanent("AI request refused: \(error)") }
+            throw JobFailure.retryable("AI request failed: \(error)")
+        }
+        switch response.outcome {
+        case .success:
+            break
+        case .retryable:
+            throw JobFailure.retryable("AI provider answered \(response.status): \(Self.errorMessage(response))", after: response.retryAfter())
+        case .permanent:
+            throw JobFailure.permanent("AI provider refused with \(response.status): \(Self.errorMessage(response))")
+        }
+        guard let completion = try? JSONDecoder().decode(Completion.self, from: Data(response.body)),
+            let choice = completion.choices.first, let content = choice.message.content
+        else { throw JobFailure.retryable("unusable AI answer: not a chat completion") }
+        if choice.finish_reason == "length" { throw JobFailure.retryable("unusable AI answer: cut off at the length limit") }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(content.utf8))
+        } catch {
+            throw JobFailure.retryable("unusable AI answer: the content is not the JSON asked for (\(error))")
+        }
+    }
+
+    /// The part of OpenAI's chat completion answer this client reads.
+    struct Completion: Decodable {
+        struct Choice: Decodable {
+            struct Message: Decodable { var content: String? }
+            var message: Message
+            var finish_reason: String?
+        }
+        var choices: [Choice]
+    }
+
+    private static func encode(_ message: Message) -> JSONValue {
+        guard let image = message.imageDataURL else { return ["role": .string(message.role), "content": .string(message.text)] }
+        return [
+            "role": .string(message.role),
+            "content": [
+                ["type": "text", "text": .string(message.text)],
+                ["type": "image_url", "image_url": ["url": .string(image), "detail": "auto"]],
+            ],
+        ]
+    }
+
+    /// OpenAI's error shape: `{"error": {"message", "type", "code"}}`; the message only (never our key).
+    private static func errorMessage(_ response: HTTPResponse) -> String {
+        struct Envelope: Decodable {
+            struct Body: Decodable {
+                var message: String?
+                var type: String?
+                var code: String?
+            }
+            var error: Body
+        }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: Data(response.body)) else {
+            return String(decoding: response.body.prefix(200), as: UTF8.self)
+        }
+        return [envelope.error.code ?? envelope.error.type, envelope.error.message].compactMap { $0 }.joined(separator: ": ")
+    }
+}

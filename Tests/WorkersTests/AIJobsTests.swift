@@ -1,0 +1,207 @@
+import Foundation
+import OutboundHTTP
+import Postgres
+import Queue
+import Store
+import Testing
+import Workers
+
+/// analysis and chat against a local server speaking OpenAI's chat completions protocol, errors included.
+@Suite struct AIJobsTests {
+    static let key = "sk-test-secret-key"
+
+    static func estimate(carbs: Double = 45, high: Double = 50) -> JSONValue {
+        [
+            "compositeItemName": "Chicken salad with rice", "carbEstimate": .double(carbs), "confidenceLow": 40,
+            "confidenceHigh": .double(high), "confidenceLevel": 0.85, "analysis": "Rice about 40 g, dressing 5 g.",
+        ]
+    }
+    static let chatAnswer: JSONValue = [
+        "response": "A medium banana has about 27 g of carbohydrates.", "messageType": "carb_lookup",
+        "followUpQuestions": ["What about a small banana?", "Are bananas good for diabetics?"],
+    ]
+
+    func settings(_ server: OpenAIServer?) -> WorkerSettings {
+        WorkerSettings(aiBaseURL: server?.baseURL, aiAPIKey: Self.key, aiModel: "gpt-4o-mini")
+    }
+
+    /// A user with a stored photo and the scan it holds (as `POST /analyze` leaves them).
+    func photo(_ env: WorkerTestEnvironment) async throws -> (user: User, photoID: Int64) {
+        let user = try await env.createUser()
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array(repeating: 7, count: 64)
+        let photoID = try await MealPhotos(env.database).insert(userID: user.id, contentType: "image/jpeg", bytes: jpeg)
+        try await ScanReservations(env.database).insert(photoID: photoID, userID: user.id)
+        try await env.database.execute("UPDATE users SET remaining_scans = remaining_scans - 1 WHERE id = $1", [user.id])
+        return (user, photoID)
+    }
+
+    func remainingScans(_ env: WorkerTestEnvironment, _ userID: String) async throws -> Int {
+        try await env.database.query("SELECT remaining_scans FROM users WHERE id = $1", [userID])[0].decode("remaining_scans")
+    }
+
+    func count(_ env: WorkerTestEnvironment, _ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> Int {
+        try await env.database.query(sql, parameters)[0].decode(0)
+    }
+
+    func finished(_ env: WorkerTestEnvironment, _ id: JobID) async throws -> JobRecord {
+        #expect(try await env.eventually(timeout: .seconds(30)) {
+            let status = try await env.queue.record(id)?.status
+            return status == .succeeded || status == .failed
+        })
+        return try #require(try await env.queue.record(id))
+    }
+
+    @Test func analysisWritesOneMealAndChargesTheScan() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.estimate()))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let (user, photoID) = try await photo(env)
+            let (worker, task) = env.startWorker(settings: settings(server), queues: ["ai"])
+            let id = try #require(try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": .string(String(photoID))]).id)
+            let record = try await finished(env, id)
+            worker.stop()
+            try await task.value
+            #expect(record.status == .succeeded)
+            let result = try JSONValue(parsing: try #require(record.result))
+            #expect(result["analysis"]?["carbEstimate"]?.numberValue == 45)
+            #expect(result["analysis"]?["compositeItemName"] == .string("Chicken salad with rice"))
+            #expect(try await count(env, "SELECT count(*) FROM meals WHERE job_id = $1::uuid AND carb_estimate = 45", [id.rawValue]) == 1)
+            #expect(try await ScanReservations(env.database).status(photoID: photoID) == "charged")
+            #expect(try await remainingScans(env, user.id) == Tier.free.scanLimit - 1)
+
+            // The request: our key as a Bearer token, the photo as a data URL, a JSON-schema response format.
+            let request = try #require(server.received.first)
+            #expect(request.authorization == "Bearer \(Self.key)")
+            #expect(request.body.contains("data:image/jpeg;base64,/9j/"))
+            #expect(request.body.contains(#""json_schema""#))
+
+            // A re-delivery of the same job (same id) writes no second meal and charges nothing more.
+            let handler = try #require(Handlers.registry(services: env.services(settings(server))).handler(for: "analysis"))
+            let payload = #"{"userId":"\#(user.id)","photoId":"\#(photoID)"}"#
+            _ = try await handler(payload, JobContext(id: id, kind: "analysis", attempt: 2, maxAttempts: 4))
+            #expect(try await count(env, "SELECT count(*) FROM meals WHERE user_id = $1", [user.id]) == 1)
+            #expect(try await remainingScans(env, user.id) == Tier.free.scanLimit - 1)
+        }
+    }
+
+    @Test func aDeadAnalysisRefundsItsScanExactlyOnce() async throws {
+        // The model keeps answering an impossible estimate.
+        let server = try await OpenAIServer.start(fallback: .json(Self.estimate(carbs: 2000, high: 2100)))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let (user, photoID) = try await photo(env)
+            let handler = try #require(Handlers.registry(services: env.services(settings(server))).handler(for: "analysis"))
+            let payload = #"{"userId":"\#(user.id)","photoId":"\#(photoID)"}"#
+            let id = JobID.random()
+            // An early attempt: retryable, the scan stays reserved.
+            await #expect(throws: JobFailure.self) { _ = try await handler(payload, JobContext(id: id, kind: "analysis", attempt: 1, maxAttempts: 4)) }
+            #expect(try await ScanReservations(env.database).status(photoID: photoID) == "reserved")
+            #expect(try await remainingScans(env, user.id) == Tier.free.scanLimit - 1)
+            // The last attempt: dead with the reason, the scan back — and only once, however often it is replayed.
+            for _ in 0..<2 {
+                do {
+                    _ = try await handler(payload, JobContext(id: id, kind: "analysis", attempt: 4, maxAttempts: 4))
+                    Issue.record("an impossible estimate was accepted")
+                } catch let failure as JobFailure {
+                    #expect(failure.kind == .permanent)
+                    #expect(failure.message.contains("outside 0–1000 g"))
+                }
+            }
+            #expect(try await ScanReservations(env.database).status(photoID: photoID) == "refunded")
+            #expect(try await remainingScans(env, user.id) == Tier.free.scanLimit)
+            #expect(try await count(env, "SELECT count(*) FROM meals WHERE user_id = $1", [user.id]) == 0)
+        }
+    }
+
+    @Test func withoutAnAIModelTheJobDiesWithAConfigurationErrorAndRefunds() async throws {
+        try await WorkerTestEnvironment.run { env in
+            let (user, photoID) = try await photo(env)
+            let (worker, task) = env.startWorker(settings: settings(nil), queues: ["ai"])
+            let id = try #require(try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": .string(String(photoID))]).id)
+            let record = try await finished(env, id)
+            worker.stop()
+            try await task.value
+            #expect(record.status == .failed)
+            #expect(record.attempts == 1)
+            #expect(record.error?.contains("AI_BASE_URL is not configured") == true)
+            #expect(try await remainingScans(env, user.id) == Tier.free.scanLimit)
+            #expect(try await count(env, "SELECT count(*) FROM meals", []) == 0)
+        }
+    }
+
+    @Test func chatAnswersAreStoredOncePerJob() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser()
+            let (worker, task) = env.startWorker(settings: settings(server), queues: ["ai"])
+            let payload: JSONValue = ["userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": "Carbs in a banana?"]
+            let id = try #require(try await env.queue.enqueue("chat", payload: payload).id)
+            let record = try await finished(env, id)
+            worker.stop()
+            try await task.value
+            #expect(record.status == .succeeded)
+            let result = try JSONValue(parsing: try #require(record.result))
+            #expect(result["messageType"] == .string("carb_lookup"))
+            #expect(result["followUpQuestions"] == .array(["What about a small banana?", "Are bananas good for diabetics?"]))
+            let handler = try #require(Handlers.registry(services: env.services(settings(server))).handler(for: "chat"))
+            _ = try await handler(payload.jsonString, JobContext(id: id, kind: "chat", attempt: 2, maxAttempts: 3))
+            #expect(try await count(env, "SELECT count(*) FROM chat_messages WHERE user_id = $1 AND message_type = 'carb_lookup'", [user.id]) == 1)
+        }
+    }
+
+    /// One case per provider behaviour: (replies, expected final status, attempts, text the error must hold).
+    @Test(arguments: [
+        ([OpenAIServer.Reply.error(status: 401, type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided")],
+         JobStatus.failed, 1, "invalid_api_key"),
+        ([.error(status: 429, type: "rate_limit_exceeded", code: "rate_limit_exceeded", message: "Rate limit reached", retryAfter: 1)],
+         .succeeded, 2, ""),
+        ([.error(status: 500, type: "server_error", code: nil, message: "The server had an error")], .succeeded, 2, ""),
+        ([.raw(#"{"choices": [{"message": {"content": "{\"response\": \"x\""#)], .succeeded, 2, ""),
+        ([.content("Sure! Bananas have carbs.")], .succeeded, 2, ""),
+        ([.content(#"{"response":"x","messageType":"general","followUpQuestions":[]"#, finishReason: "length")], .succeeded, 2, ""),
+    ])
+    func providerFailuresAreRetriedOrDead(_ replies: [OpenAIServer.Reply], expected: JobStatus, attempts: Int, errorText: String) async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
+        defer { server.stop() }
+        server.script(replies)
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser()
+            let (worker, task) = env.startWorker(settings: settings(server), queues: ["ai"])
+            let payload: JSONValue = ["userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": "Hi"]
+            let id = try #require(try await env.queue.enqueue("chat", payload: payload).id)
+            let record = try await finished(env, id)
+            worker.stop()
+            try await task.value
+            #expect(record.status == expected)
+            #expect(record.attempts == attempts)
+            if !errorText.isEmpty { #expect(record.error?.contains(errorText) == true) }
+            #expect(record.error?.contains(Self.key) != true)
+            #expect(record.errors.allSatisfy { !$0.error.contains(Self.key) })
+        }
+    }
+
+    @Test func aSlowAnswerPastTheTimeoutIsRetried() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
+        defer { server.stop() }
+        server.script([.slow(.seconds(3), .json(Self.chatAnswer))])
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser()
+            var services = env.services(settings(server))
+            services.http = HTTPClient(options: HTTPClientOptions(connectTimeout: .seconds(1), totalTimeout: .milliseconds(500)))
+            defer { services.http.shutdown() }
+            let handler = try #require(Handlers.registry(services: services).handler(for: "chat"))
+            let payload = #"{"userId":"\#(user.id)","messageId":"\#(UUID().uuidString)","message":"Hi"}"#
+            do {
+                _ = try await handler(payload, JobContext(id: .random(), kind: "chat", attempt: 1, maxAttempts: 3))
+                Issue.record("a slow answer was waited for")
+            } catch let failure as JobFailure {
+                #expect(failure.kind == .retryable)
+                #expect(failure.message.contains("AI request failed"))
+            }
+            // The next attempt gets the answer.
+            let result = try await handler(payload, JobContext(id: .random(), kind: "chat", attempt: 2, maxAttempts: 3))
+            #expect(result?.contains("carb_lookup") == true)
+        }
+    }
+}
