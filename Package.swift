@@ -95,10 +95,16 @@ let package = Package(
         ),
         .testTarget(name: "RedisTests", dependencies: ["Redis"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
+        .target(
+            name: "TestSupport",
+            dependencies: ["Queue", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "WorkersTests",
             dependencies: [
-                "Workers", "Queue", "Redis", "Postgres", "Store", "OutboundHTTP",
+                "TestSupport", "Workers", "Queue", "Redis", "Postgres", "Store", "OutboundHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -110,7 +116,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "Store", "Postgres", "Queue", "Redis", "Workers",
+                "API", "Accounts", "Store", "Postgres", "Queue", "Redis", "Workers", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -23,7 +23,8 @@ struct AIClient: Sendable {
         guard let base = services.settings.aiBaseURL else {
             throw JobFailure.permanent("AI_BASE_URL is not configured: no AI model to ask")
         }
-        // RATE_LIMIT_PENDING
+        // One bucket per provider, shared by every worker process: 50 workers stay within the provider's limit.
+        try await services.acquire(forKind: kind)
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Accept", "application/json")]
         if let key = services.settings.aiAPIKey { headers.append(("Authorization", "Bearer \(key)")) }
         let body: JSONValue = [

@@ -3,6 +3,7 @@ import OutboundHTTP
 import Postgres
 import Queue
 import Store
+import TestSupport
 import Testing
 import Workers
 
@@ -202,6 +203,34 @@ import Workers
             // The next attempt gets the answer.
             let result = try await handler(payload, JobContext(id: .random(), kind: "chat", attempt: 2, maxAttempts: 3))
             #expect(result?.contains("carb_lookup") == true)
+        }
+    }
+
+    /// jobs/chat.yml shares the `ai` bucket (10/s, burst 20) with analysis: two worker processes (each its own Redis
+    /// connections) together never go faster. 45 requests need at least (45 − 20) / 10 = 2.5 s; unlimited, they
+    /// take a fraction of a second.
+    @Test func theAIRateLimitHoldsAcrossTwoWorkers() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser()
+            let spec = try #require(env.queue.catalog["chat"]?.rateLimit)
+            #expect(spec.name == "ai")
+            let first = env.startWorker(settings: settings(server), queues: ["ai"], concurrency: 30)
+            let second = env.startWorker(settings: settings(server), queues: ["ai"], concurrency: 30)
+            let ids = try await env.queue.enqueue((0..<45).map { index in
+                ("chat", ["userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": .string("Q\(index)")],
+                 EnqueueOptions())
+            }).compactMap(\.id)
+            #expect(try await env.eventually(timeout: .seconds(30)) {
+                try await env.queue.stats().first { $0.queue == "ai" }?.succeededTotal == ids.count
+            })
+            for (worker, _) in [first, second] { worker.stop() }
+            for (_, task) in [first, second] { try await task.value }
+            let times = server.received.map(\.at)
+            #expect(times.count == 45)
+            let span = try #require(times.max()) - (try #require(times.min()))
+            #expect(span >= .seconds(2))
         }
     }
 }

@@ -7,8 +7,8 @@ import Synchronization
 /// A local server speaking OpenAI's chat completions API (`POST /v1/chat/completions`), answering from a script:
 /// a JSON answer in a completion, OpenAI's error shape with a status (and `Retry-After`), a malformed or truncated
 /// body, or a slow answer. It records every request it got.
-final class OpenAIServer: Sendable {
-    indirect enum Reply: Sendable {
+public final class OpenAIServer: Sendable {
+    public indirect enum Reply: Sendable {
         /// A completion whose message content is this text (the model's JSON answer).
         case content(String, finishReason: String = "stop")
         /// OpenAI's error body `{"error": {"message", "type", "code"}}` with this status.
@@ -18,23 +18,24 @@ final class OpenAIServer: Sendable {
         /// Waits, then answers with the reply.
         case slow(Duration, Reply)
 
-        static func json(_ value: JSONValue) -> Reply { .content(value.jsonString) }
+        public static func json(_ value: JSONValue) -> Reply { .content(value.jsonString) }
     }
 
-    struct Received: Sendable {
-        var authorization: String?
-        var body: String
+    public struct Received: Sendable {
+        public var authorization: String?
+        public var body: String
+        public var at = ContinuousClock.now
     }
 
-    let port: Int
+    public let port: Int
     private let task: Task<Void, any Error>
     private let state: ServerState
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
-    var received: [Received] { state.storage.withLock { $0.received } }
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var received: [Received] { state.storage.withLock { $0.received } }
 
     /// Queues replies; when the script runs out, `fallback` answers.
-    func script(_ replies: [Reply]) { state.storage.withLock { $0.script += replies } }
+    public func script(_ replies: [Reply]) { state.storage.withLock { $0.script += replies } }
 
     private init(port: Int, task: Task<Void, any Error>, state: ServerState) {
         self.port = port
@@ -42,7 +43,7 @@ final class OpenAIServer: Sendable {
         self.state = state
     }
 
-    static func start(fallback: Reply) async throws -> OpenAIServer {
+    public static func start(fallback: Reply) async throws -> OpenAIServer {
         let state = ServerState(fallback: fallback)
         let router = Router()
         router.post("v1/chat/completions") { request, _ -> Response in
@@ -62,7 +63,7 @@ final class OpenAIServer: Sendable {
         return OpenAIServer(port: port, task: task, state: state)
     }
 
-    func stop() { task.cancel() }
+    public func stop() { task.cancel() }
 
     private static func respond(_ reply: Reply) async throws -> Response {
         switch reply {
@@ -112,7 +113,7 @@ private final class ServerState: Sendable {
     }
 }
 
-struct ServerError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct ServerError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

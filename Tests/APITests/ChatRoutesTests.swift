@@ -1,0 +1,118 @@
+import Foundation
+import OutboundHTTP
+import Queue
+import Store
+import TestSupport
+import Testing
+import Workers
+
+/// `POST /chat` end to end: the API, a worker in this process and a local OpenAI-compatible model.
+@Suite struct ChatRoutesTests {
+    static let answer: JSONValue = [
+        "response": "A medium banana has about 27 g of carbohydrates.", "messageType": "carb_lookup",
+        "followUpQuestions": ["What about a small banana?", "Are bananas good for diabetics?", "What fruits have fewer carbs?"],
+    ]
+
+    func startWorker(_ api: TestAPI, model: OpenAIServer) -> (Worker, Task<Void, any Error>, HTTPClient) {
+        let http = HTTPClient()
+        let services = WorkerServices(
+            redis: api.queue.redis, prefix: api.queue.options.prefix, catalog: api.queue.catalog, database: api.database, http: http,
+            settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"), logger: TestAPI.logger)
+        let worker = Worker(
+            queue: api.queue, registry: Handlers.registry(services: services),
+            options: WorkerOptions(queues: [("ai", 1)], concurrency: 4, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
+            logger: TestAPI.logger)
+        return (worker, Task { try await worker.run() }, http)
+    }
+
+    @Test func aChatMessageIsAnsweredInTheSeedsShape() async throws {
+        let model = try await OpenAIServer.start(fallback: .json(Self.answer))
+        defer { model.stop() }
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let (worker, task, http) = startWorker(api, model: model)
+            defer { http.shutdown() }
+            let response = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "How many carbs are in a banana?"])
+            worker.stop()
+            try await task.value
+            #expect(response.status == 200)
+            #expect(response.data["response"].string == "A medium banana has about 27 g of carbohydrates.")
+            #expect(response.data["messageType"].string == "carb_lookup")
+            #expect(response.data["followUpQuestions"].array.count == 3)
+            #expect(response.data["usage"]["remainingChats"].int == 4)
+            #expect(response.data["usage"]["totalUsedToday"].int == 1)
+            #expect(response.data["usage"]["subscriptionTier"].string == "free")
+            let history = try await client.call(.get, "chat/history", token: account.accessToken)
+            #expect(history.data["messages"][0]["message"].string == "How many carbs are in a banana?")
+            #expect(history.data["count"].int == 1)
+        }
+    }
+
+    @Test func respondAsyncAnswers202AndTheJobCarriesTheAnswer() async throws {
+        let model = try await OpenAIServer.start(fallback: .json(Self.answer))
+        defer { model.stop() }
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let accepted = try await client.call(
+                .post, "chat", token: account.accessToken, json: ["message": "Carbs in rice?"], headers: [.init("Prefer")!: "respond-async"])
+            #expect(accepted.status == 202)
+            let jobID = try #require(accepted.data["jobId"].string)
+            #expect(accepted.headers[.location] == "/api/mobile/v1/jobs/\(jobID)")
+            let (worker, task, http) = startWorker(api, model: model)
+            defer { http.shutdown() }
+            let job = try await client.call(.get, "jobs/\(jobID)?wait=15", token: account.accessToken)
+            worker.stop()
+            try await task.value
+            #expect(job.data["status"].string == "succeeded")
+            #expect(job.data["type"].string == "chat")
+            #expect(job.data["result"]["messageType"].string == "carb_lookup")
+        }
+    }
+
+    @Test func withoutAWorkerTheWaitRunsOutInto202() async throws {
+        try await TestAPI.run(environment: ["SYNC_WAIT_SECONDS": "0.5"]) { api, client in
+            let account = try await api.register(client)
+            let response = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "Hi"])
+            #expect(response.status == 202)
+            #expect(response.data["status"].string == "queued")
+        }
+    }
+
+    @Test func theDailyLimitFollowsTheTierAndTheUsersDay() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            try await api.database.execute("UPDATE users SET time_zone = 'Pacific/Kiritimati' WHERE id = $1", [account.id])
+            let today = UsageCounters.day(of: Date(), in: TimeZone(identifier: "Pacific/Kiritimati")!)
+            try await api.database.execute(
+                "INSERT INTO usage_counters (user_id, kind, period, used) VALUES ($1, 'chat', $2, 5)", [account.id, today])
+            let refused = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "One more?"])
+            #expect(refused.status == 429)
+            #expect(refused.errorCode == "CHAT_LIMIT_REACHED")
+            #expect(refused.json["error"]["details"]["remainingChats"].int == 0)
+            #expect(refused.json["error"]["details"]["dailyLimit"].int == 5)
+            #expect(refused.json["error"]["details"]["subscriptionTier"].string == "free")
+            #expect(try await api.queue.stats().first { $0.queue == "ai" }?.queued == 0)
+
+            // Pro is unlimited.
+            try await api.setTier(.pro, userID: account.id)
+            let pro = try await client.call(
+                .post, "chat", token: account.accessToken, json: ["message": "One more?"], headers: [.init("Prefer")!: "respond-async"])
+            #expect(pro.status == 202)
+            #expect(try await api.queue.stats().first { $0.queue == "ai" }?.queued == 1)
+        }
+    }
+
+    @Test func badMessagesAreRefused() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            for body in [["message": String(repeating: "x", count: 1001)], ["message": "   "], ["text": "hi"]] {
+                let refused = try await client.call(.post, "chat", token: account.accessToken, json: body)
+                #expect(refused.status == 400)
+                #expect(refused.errorCode == "VALIDATION_ERROR")
+            }
+            #expect(try await client.call(.post, "chat", json: ["message": "hi"]).status == 401)
+            let used = try await api.database.query("SELECT count(*) FROM usage_counters")
+            #expect(try used[0].decode(0, as: Int.self) == 0)
+        }
+    }
+}
