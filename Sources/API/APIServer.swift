@@ -62,7 +62,8 @@ public enum APIServer {
         let results = ResultSettings(syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone)
         ChatRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results)
             .register(on: api)
-        // ANALYZE_ROUTES_PENDING
+        AnalyzeRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results)
+            .register(on: api)
         JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)

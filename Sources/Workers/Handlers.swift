@@ -13,7 +13,7 @@ public enum Handlers {
         return registry
     }
 
-    /// Every kind: noop and the six CarbScan kinds, on the process's shared clients.
+    /// Every kind: noop, the six CarbScan kinds and photo retention, on the process's shared clients.
     public static func registry(services: WorkerServices) -> JobRegistry {
         var registry = registry(redis: services.redis)
         registry.register(AnalysisJob(services: services))
@@ -22,6 +22,7 @@ public enum Handlers {
         registry.register(SubscriptionSyncJob(services: services))
         registry.register(PushRegistrationJob(services: services))
         registry.register(LoginWebhookJob(services: services))
+        registry.register(PhotoRetentionJob(services: services))
         return registry
     }
 }

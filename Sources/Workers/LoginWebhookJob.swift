@@ -1,12 +1,25 @@
 import Foundation
+import OutboundHTTP
 import Queue
 
-/// The `login-webhook` kind (jobs/login-webhook.yml). NOT IMPLEMENTED YET: being written in issue 4; its jobs fail permanently with
-/// that reason, as they did with no handler.
+/// The `login-webhook` kind (jobs/login-webhook.yml): POSTs a sign-in or sign-out to the Supabase/PostgREST-style
+/// login endpoint of seed 002 (`{LOGIN_WEBHOOK_URL}/logins` or `/logins/signout`).
+///
+/// Delivery is at least once; the event id goes along in `event_id` (a unique column there), so a re-delivered
+/// job makes the endpoint answer 409 `23505` instead of inserting twice, and that 409 counts as delivered.
 public struct LoginWebhookJob: JobKind {
     public static let name = "login-webhook"
 
-    public struct Parameters: Decodable, Sendable {}
+    /// As `LoginRecorder` and `LoginRoutes` enqueue it (seed 002's field names).
+    public struct Parameters: Decodable, Sendable {
+        public var event: String
+        public var eventId: String
+        public var provider: String
+        public var provider_uid: String
+        public var email: String?
+        public var display_name: String?
+        public var client_timestamp: String
+    }
 
     let services: WorkerServices
 
@@ -15,6 +28,85 @@ public struct LoginWebhookJob: JobKind {
     }
 
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        throw JobFailure.permanent("the login-webhook handler is not implemented yet")
+        guard let base = services.settings.loginWebhookURL else {
+            throw JobFailure.permanent("login webhook is not configured: LOGIN_WEBHOOK_URL is not set")
+        }
+        let path: String
+        switch parameters.event {
+        case "signin": path = "/logins"
+        case "signout": path = "/logins/signout"
+        default: throw JobFailure.permanent("unknown login event '\(parameters.event)' (expected signin or signout)")
+        }
+        let request = Self.request(parameters, url: base + path, apiKey: services.settings.loginWebhookAPIKey)
+        try await services.acquire(forKind: Self.name)
+        let response: HTTPResponse
+        do {
+            response = try await services.http.send(request)
+        } catch {
+            let reason = "login endpoint unreachable: \(error.message)"
+            if error.outcome == .permanent { throw JobFailure.permanent(reason) }
+            throw JobFailure.retryable(reason)
+        }
+        return try classify(response)
+    }
+
+    /// The POST of seed 002: JSON body, `Prefer: return=minimal` (PostgREST then answers 201 with no body), and
+    /// the key both as `apikey` and as a bearer token, as Supabase's gateway wants them.
+    static func request(_ parameters: Parameters, url: String, apiKey: String?) -> OutboundHTTP.HTTPRequest {
+        let body: JSONValue = [
+            "provider": .string(parameters.provider), "provider_uid": .string(parameters.provider_uid),
+            "email": parameters.email.map(JSONValue.string) ?? .null,
+            "display_name": parameters.display_name.map(JSONValue.string) ?? .null,
+            "client_timestamp": .string(parameters.client_timestamp), "event_id": .string(parameters.eventId),
+        ]
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", "application/json"), ("Accept", "application/json"), ("Prefer", "return=minimal"),
+        ]
+        if let apiKey {
+            headers.append(("apikey", apiKey))
+            headers.append(("Authorization", "Bearer \(apiKey)"))
+        }
+        return OutboundHTTP.HTTPRequest(method: .post, url: url, headers: headers, body: Array(body.jsonString.utf8))
+    }
+
+    /// 2xx → delivered; 409 `23505` → delivered before; 408/429/5xx → retry (after `Retry-After` when given);
+    /// any other 4xx → dead at once with PostgREST's code and message (a retry would be refused the same way).
+    func classify(_ response: HTTPResponse) throws -> JSONValue {
+        if (200..<300).contains(response.status) {
+            return ["delivered": true, "status": .int(response.status)]
+        }
+        let problem = PostgRESTProblem(response.body)
+        if response.status == 409, problem.code == "23505" {
+            return ["delivered": true, "duplicate": true]
+        }
+        let reason = redacted("login endpoint answered \(response.status)\(problem.summary)")
+        switch response.outcome {
+        case .retryable: throw JobFailure.retryable(reason, after: response.retryAfter())
+        case .success, .permanent: throw JobFailure.permanent(reason)
+        }
+    }
+
+    /// The reason is kept with the job and shown to operators: an endpoint that echoes the key must not leak it.
+    private func redacted(_ text: String) -> String {
+        guard let key = services.settings.loginWebhookAPIKey, !key.isEmpty else { return text }
+        return text.replacingOccurrences(of: key, with: "[redacted]")
+    }
+}
+
+/// PostgREST's error body: `{"code": "PGRST301", "message": "…", "details": …, "hint": …}`.
+struct PostgRESTProblem {
+    var code: String?
+    var message: String?
+
+    init(_ body: [UInt8]) {
+        let value = try? JSONValue(parsing: String(decoding: body.prefix(16_384), as: UTF8.self))
+        if case .string(let code)? = value?["code"] { self.code = code }
+        if case .string(let message)? = value?["message"] { self.message = String(message.prefix(300)) }
+    }
+
+    /// `: PGRST301 JWT invalid`, or nothing when the body said nothing useful.
+    var summary: String {
+        let parts = [code, message].compactMap { $0 }
+        return parts.isEmpty ? "" : ": " + parts.joined(separator: " ")
     }
 }

@@ -1,12 +1,27 @@
 import Foundation
 import Queue
+import Store
 
-/// The `subscription-sync` kind (jobs/subscription-sync.yml). NOT IMPLEMENTED YET: being written in issue 4; its jobs fail permanently with
-/// that reason, as they did with no handler.
+/// The `subscription-sync` kind (jobs/subscription-sync.yml): reads one subscription from the provider (Stripe's
+/// `GET /v1/subscriptions/{id}`) and stores its tier, status and renewal date on the user it belongs to.
+///
+/// The job never trusts a webhook's copy of the subscription: it reads the current one, so a re-delivered or late job
+/// stores the truth. Each state carries a provider time (the event's `created`, or the read time for app syncs and
+/// reconciliation) and is stored only when no newer state was stored before, so out-of-order jobs converge.
+/// The nightly reconciliation (no subscription id) enqueues one sync per subscribed user instead.
 public struct SubscriptionSyncJob: JobKind {
     public static let name = "subscription-sync"
 
-    public struct Parameters: Decodable, Sendable {}
+    public struct Parameters: Decodable, Sendable {
+        public var userId: String?
+        public var subscriptionId: String?
+        public var source: String
+        /// The provider event's creation time, unix seconds.
+        public var eventCreated: Int?
+    }
+
+    /// Users read per page by the reconciliation, each page enqueued in one round trip.
+    static let reconciliationPage = 500
 
     let services: WorkerServices
 
@@ -15,6 +30,132 @@ public struct SubscriptionSyncJob: JobKind {
     }
 
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        throw JobFailure.permanent("the subscription-sync handler is not implemented yet")
+        if parameters.source == "reconciliation", parameters.subscriptionId == nil, parameters.userId == nil {
+            return try await reconcile(context)
+        }
+        let subscriptions = Subscriptions(services.database)
+        var subscriptionID = parameters.subscriptionId
+        if subscriptionID == nil, let userID = parameters.userId {
+            subscriptionID = try await subscriptions.subscriptionID(userID: userID)
+            if subscriptionID == nil {
+                // Nothing at the provider to read: the user's state is what the app should see.
+                guard let state = try await subscriptions.state(userID: userID) else {
+                    throw JobFailure.permanent("user \(userID) does not exist")
+                }
+                return Self.result(state, applied: false)
+            }
+        }
+        guard let subscriptionID else { throw JobFailure.permanent("the payload names neither a subscription nor a user") }
+        guard let key = services.settings.stripeSecretKey else {
+            throw JobFailure.permanent("subscription provider is not configured: STRIPE_SECRET_KEY is not set")
+        }
+        let readAt = Date()
+        try await services.acquire(forKind: Self.name)
+        let subscription = try await StripeClient(http: services.http, base: services.settings.stripeAPIBase, secretKey: key)
+            .subscription(subscriptionID)
+        let stateAt = parameters.eventCreated.map { Date(timeIntervalSince1970: TimeInterval($0)) } ?? readAt
+        let update = try SubscriptionMapping(priceTiers: services.settings.stripePriceTiers).update(for: subscription, stateAt: stateAt)
+
+        let owner: String
+        if let stored = try await subscriptions.userID(subscriptionID: subscription.id) {
+            owner = stored
+        } else if let named = subscription.metadataUserID ?? parameters.userId {
+            owner = named
+        } else {
+            throw JobFailure.permanent("subscription \(subscription.id) belongs to no user: none stores it and its metadata has no userId")
+        }
+        let scanReset = update.tier.nextScanReset(after: Date(), in: services.settings.scanResetTimeZone)
+        switch try await subscriptions.apply(update, userID: owner, scanReset: scanReset) {
+        case .applied(let state):
+            return Self.result(state, applied: true)
+        case .unchanged(let state):
+            context.logger.info(
+                "subscription state not applied: a newer one is stored",
+                metadata: ["subscription": "\(subscription.id)", "user": "\(owner)"])
+            return Self.result(state, applied: false)
+        case .noSuchUser:
+            throw JobFailure.permanent("subscription \(subscription.id) names user \(owner), who does not exist")
+        }
+    }
+
+    /// One sync job per user with a stored subscription, enqueued page by page. Each job's uniqueness key names this
+    /// reconciliation job, so a re-delivered reconciliation enqueues nothing twice.
+    func reconcile(_ context: JobContext) async throws -> JSONValue {
+        let queue = JobQueue(redis: services.redis, catalog: services.catalog, options: QueueOptions(prefix: services.prefix))
+        let subscriptions = Subscriptions(services.database)
+        var after: String?
+        var enqueued = 0
+        var users = 0
+        while true {
+            try Task.checkCancellation()
+            let page = try await subscriptions.subscribedUsers(after: after, limit: Self.reconciliationPage)
+            guard let last = page.last else { break }
+            let jobs = page.map { user in
+                (
+                    kind: Self.name,
+                    payload: ["source": "reconciliation", "userId": .string(user.userID), "subscriptionId": .string(user.subscriptionID)]
+                        as JSONValue,
+                    options: EnqueueOptions(
+                        uniqueKey: "subscription-sync:reconcile:\(context.id.rawValue):\(user.userID)", owner: user.userID)
+                )
+            }
+            enqueued += try await queue.enqueue(jobs).filter { $0.id != nil }.count
+            users += page.count
+            after = last.userID
+        }
+        return ["users": .int(users), "enqueued": .int(enqueued)]
+    }
+
+    static func result(_ state: SubscriptionState, applied: Bool) -> JSONValue {
+        [
+            "userId": .string(state.userID), "tier": .string(state.tier.rawValue), "status": .string(state.status),
+            "renewalDate": state.renewalDate.map { .string(Self.timestamp($0)) } ?? .null, "applied": .bool(applied),
+        ]
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}
+
+/// Stripe's subscription statuses and prices in CarbScan's terms.
+struct SubscriptionMapping {
+    /// Price id → tier name (`STRIPE_PRICE_TIERS`).
+    var priceTiers: [String: String]
+
+    /// active and trialing keep their status and get the price's tier; past_due keeps the paid tier while Stripe
+    /// retries the payment; canceled, unpaid, incomplete_expired and paused are the free tier; incomplete (first
+    /// payment pending) is the free tier until it is paid. A price with no tier is a configuration error, never
+    /// guessed: the job dies with the price id.
+    func update(for subscription: StripeSubscription, stateAt: Date) throws -> SubscriptionUpdate {
+        let tier: Tier
+        let status: String
+        switch subscription.status {
+        case "active", "trialing", "past_due":
+            tier = try paidTier(subscription)
+            status = subscription.status
+        case "canceled", "unpaid", "incomplete_expired", "paused":
+            tier = .free
+            status = "canceled"
+        case "incomplete":
+            tier = .free
+            status = "incomplete"
+        default:
+            throw JobFailure.permanent("subscription \(subscription.id) has an unknown status '\(subscription.status.prefix(40))'")
+        }
+        return SubscriptionUpdate(
+            subscriptionID: subscription.id, customerID: subscription.customer, tier: tier, status: status,
+            renewalDate: tier == .free ? nil : subscription.currentPeriodEnd, stateAt: stateAt,
+            isLive: ["active", "trialing", "past_due"].contains(subscription.status))
+    }
+
+    private func paidTier(_ subscription: StripeSubscription) throws -> Tier {
+        guard let price = subscription.priceIDs.first else {
+            throw JobFailure.permanent("subscription \(subscription.id) has no price")
+        }
+        guard let name = priceTiers[price], let tier = Tier(rawValue: name) else {
+            throw JobFailure.permanent("subscription \(subscription.id) has price \(price), which maps to no tier (STRIPE_PRICE_TIERS)")
+        }
+        return tier
     }
 }

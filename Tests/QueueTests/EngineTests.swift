@@ -181,7 +181,8 @@ import Testing
         let record = try #require(try await env.queue.record(id))
         let started = try #require(record.startedAt).timeIntervalSince(record.enqueuedAt)
         #expect(started >= 1.5)
-        #expect(started < 2.5, "picked up \(started - 1.5) s after it was due")
+        // Due jobs are promoted every 200 ms; a second of slack, doubled for a fully loaded test run on 2 cores.
+        #expect(started < 3.5, "picked up \(started - 1.5) s after it was due")
     }
 
     // MARK: 5. Push-like pickup

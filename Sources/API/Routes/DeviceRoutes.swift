@@ -1,15 +1,153 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Postgres
 import Queue
 
-/// `devices/register` and `devices/unregister` (seed 001): validated, then a `push-registration` job.
-/// (Being written in issue 4: no routes registered yet.)
+/// `devices/register` and `devices/unregister` (seed 001): validated here, stored by a `push-registration` job.
+///
+/// The answer keeps seed 001's synchronous shape when the job finishes within `wait` (200 with the row's real
+/// `deviceId`); when it does not, or the client sent `Prefer: respond-async`, it is 202 with the job id and
+/// `Location: /jobs/{id}`. Authentication is optional, but a token that is sent must be valid: a device is the
+/// user's only when the caller proved who they are.
 struct DeviceRoutes {
     let database: PostgresClient
     let queue: JobQueue
     let waiter: JobWaiter
     let authenticator: Authenticator
+    /// How long a request waits for its job before answering 202.
+    var wait: Duration = .seconds(5)
 
-    func register(on api: RouteTable) {}
+    func register(on api: RouteTable) {
+        api.post("devices/register", registerDevice)
+        api.post("devices/unregister", unregisterDevice)
+    }
+
+    struct RegisterBody: Decodable {
+        var deviceToken: String
+        var platform: String
+        var deviceModel: String?
+        var osVersion: String?
+        var appVersion: String?
+    }
+
+    struct UnregisterBody: Decodable {
+        var deviceToken: String
+    }
+
+    struct Registered: Encodable {
+        var registered: Bool
+        var deviceId: String
+    }
+
+    struct Unregistered: Encodable {
+        var unregistered: Bool
+    }
+
+    struct Pending: Encodable {
+        var registered: Bool?
+        var unregistered: Bool?
+        var jobId: String
+        var status: String
+    }
+
+    func registerDevice(_ request: Request, _ context: APIContext) async throws -> Response {
+        let owner = try await optionalUser(request)
+        let body = try await JSONBody.decode(
+            RegisterBody.self, from: request, allowedKeys: ["deviceToken", "platform", "deviceModel", "osVersion", "appVersion"])
+        guard let platform = DevicePlatform(rawValue: body.platform) else {
+            throw APIError.validation("platform", "field 'platform' must be one of ios, android")
+        }
+        let token = try DevicePlatform.checkedToken(body.deviceToken, for: platform)
+        var payload: [String: JSONValue] = ["action": "register", "platform": .string(platform.rawValue), "token": .string(token)]
+        if let owner { payload["userId"] = .string(owner) }
+        for (key, value, max) in [
+            ("deviceModel", body.deviceModel, 100), ("osVersion", body.osVersion, 50), ("appVersion", body.appVersion, 50),
+        ] {
+            if let text = try Field.text(value, key, max: max) { payload[key] = .string(text) }
+        }
+        let record = try await run(.object(payload), owner: owner, request)
+        if record.status == .succeeded, case .string(let deviceID)? = try record.result.map(JSONValue.init(parsing:))?["deviceId"] {
+            return try Envelope.success(Registered(registered: true, deviceId: deviceID))
+        }
+        return try pending(record, Pending(registered: false, jobId: record.id.rawValue, status: record.status.rawValue))
+    }
+
+    func unregisterDevice(_ request: Request, _ context: APIContext) async throws -> Response {
+        let owner = try await optionalUser(request)
+        let body = try await JSONBody.decode(UnregisterBody.self, from: request, allowedKeys: ["deviceToken"])
+        // Either platform's format: the row is found by token alone.
+        let token = try Field.text(body.deviceToken, "deviceToken", max: DevicePlatform.maxTokenLength, required: true)!
+        let record = try await run(["action": "unregister", "token": .string(token)], owner: owner, request)
+        if record.status == .succeeded {
+            return try Envelope.success(Unregistered(unregistered: true))
+        }
+        return try pending(record, Pending(unregistered: false, jobId: record.id.rawValue, status: record.status.rawValue))
+    }
+
+    /// The caller's user id when a token is sent (a bad one is 401, never silently anonymous), else nil. A valid
+    /// token of an extra issuer whose identity has no account yet registers the device without an owner.
+    private func optionalUser(_ request: Request) async throws -> String? {
+        guard request.headers[.authorization] != nil else { return nil }
+        switch try await authenticator.identify(request) {
+        case .account(let caller): return caller.user.id
+        case .unlinked: return nil
+        }
+    }
+
+    /// Enqueues the job and waits for it (unless the client asked not to); the record as it stands then.
+    private func run(_ payload: JSONValue, owner: String?, _ request: Request) async throws -> JobRecord {
+        let result = try await queue.enqueue("push-registration", payload: payload, options: EnqueueOptions(owner: owner))
+        guard let id = result.id else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration was not queued") }
+        // RFC 7240: the client would rather have the job id now than wait.
+        let respondAsync = request.headers[values: HTTPField.Name("Prefer")!].contains { $0.lowercased().contains("respond-async") }
+        let waited = respondAsync ? try await queue.record(id) : try await waiter.wait(for: id, timeout: wait)
+        guard let record = waited else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration job vanished") }
+        return record
+    }
+
+    private func pending(_ record: JobRecord, _ body: Pending) throws -> Response {
+        var headers = HTTPFields()
+        headers[.location] = "\(RouteTable.basePath)/jobs/\(record.id.rawValue)"
+        return try Envelope.success(body, status: .accepted, headers: headers)
+    }
+}
+
+/// A push platform and the shape of its device tokens, checked before anything is queued.
+enum DevicePlatform: String {
+    case ios, android
+
+    /// FCM registration tokens have no documented maximum; this bound keeps a row (and a job) small.
+    static let maxTokenLength = 4096
+
+    /// The token, trimmed, if it has the platform's format: APNs device tokens are hex (32 bytes today, up to 100
+    /// bytes allowed by Apple), FCM registration tokens are URL-safe text with `:` (about 150 characters today).
+    static func checkedToken(_ raw: String, for platform: DevicePlatform) throws -> String {
+        let token = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        let valid: Bool
+        let rule: String
+        switch platform {
+        case .ios:
+            valid = (64...200).contains(token.utf8.count) && token.utf8.allSatisfy { $0.isHexDigit }
+            rule = "an APNs device token: 64 to 200 hexadecimal characters"
+        case .android:
+            valid = (100...maxTokenLength).contains(token.utf8.count) && token.utf8.allSatisfy { $0.isFCMTokenCharacter }
+            rule = "an FCM registration token: 100 to \(maxTokenLength) characters of A-Z, a-z, 0-9, '_', '-', ':'"
+        }
+        guard valid else { throw APIError.validation("deviceToken", "field 'deviceToken' must be \(rule)") }
+        return token
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
+    }
+
+    fileprivate var isFCMTokenCharacter: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self) || self == UInt8(ascii: "_") || self == UInt8(ascii: "-")
+            || self == UInt8(ascii: ":")
+    }
 }

@@ -4,7 +4,7 @@ import Yams
 extension JobKindSpec {
     static let topLevelKeys = [
         "queue", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
-        "schedules", "payload",
+        "schedules", "rate_limit", "payload",
     ]
 
     /// Parses one job-kind file's text.
@@ -74,6 +74,33 @@ extension JobKindSpec {
         if let entry = entries["schedules"] {
             schedules = try Self.schedules(entry.value, schema: payloadSchema, reader)
         }
+        if let entry = entries["rate_limit"] {
+            rateLimit = try Self.rateLimit(entry.value, reader)
+        }
+    }
+
+    private static func rateLimit(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> RateLimit {
+        let entries = try reader.mapping(node, "rate_limit", allowed: ["name", "per_second", "burst"])
+        guard let nameEntry = entries["name"] else { throw reader.error(node, "rate_limit", "missing 'name'") }
+        guard let rateEntry = entries["per_second"] else { throw reader.error(node, "rate_limit", "missing 'per_second'") }
+        let name = try reader.string(nameEntry.value, "rate_limit.name", expected: "a bucket name")
+        guard isValidQueueName(name) else {
+            throw reader.error(nameEntry.value, "rate_limit.name", "'\(name)' is not a valid bucket name; use [a-z0-9_-]+")
+        }
+        let perSecond = try reader.number(rateEntry.value, "rate_limit.per_second", expected: "a positive number")
+        // Below one token in a thousand seconds the bucket would be a switch-off, better said by not running the kind.
+        guard perSecond >= 0.001, perSecond <= 1_000_000 else {
+            throw reader.error(rateEntry.value, "rate_limit.per_second", "must be from 0.001 to 1000000, got \(perSecond)")
+        }
+        // The default burst lets one second's worth of calls go at once (at least one, or nothing could ever pass).
+        var burst = max(1, Int(perSecond.rounded(.up)))
+        if let burstEntry = entries["burst"] {
+            burst = try reader.int(burstEntry.value, "rate_limit.burst", expected: "an integer of at least 1")
+            guard (1...1_000_000).contains(burst) else {
+                throw reader.error(burstEntry.value, "rate_limit.burst", "must be from 1 to 1000000, got \(burst)")
+            }
+        }
+        return RateLimit(name: name, perSecond: perSecond, burst: burst)
     }
 
     private static func schema(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> JSONSchema {

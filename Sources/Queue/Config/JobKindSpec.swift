@@ -19,6 +19,8 @@ public struct JobKindSpec: Sendable, Equatable {
     public var uniqueness: Uniqueness?
     public var retention: Retention
     public var schedules: [CronSchedule]
+    /// The provider budget the kind's handler draws from before each outbound call; nil for no limit.
+    public var rateLimit: RateLimit?
     /// Checked at enqueue, so a bad payload is a 4xx for the client, not a dead job later.
     public var payloadSchema: JSONSchema
     /// The file the spec was loaded from (empty for specs built in code).
@@ -43,6 +45,7 @@ public struct JobKindSpec: Sendable, Equatable {
         uniqueness: Uniqueness? = nil,
         retention: Retention = .default,
         schedules: [CronSchedule] = [],
+        rateLimit: RateLimit? = nil,
         payloadSchema: JSONSchema = .anyObject,
         file: String = ""
     ) {
@@ -56,6 +59,7 @@ public struct JobKindSpec: Sendable, Equatable {
         self.uniqueness = uniqueness
         self.retention = retention
         self.schedules = schedules
+        self.rateLimit = rateLimit
         self.payloadSchema = payloadSchema
         self.file = file
     }

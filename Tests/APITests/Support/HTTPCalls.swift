@@ -19,7 +19,7 @@ extension TestClientProtocol {
     /// Calls `/api/mobile/v1/<path>` with an optional bearer token and JSON body.
     func call(
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: Any? = nil, body: String? = nil,
-        headers: HTTPFields = [:]
+        bytes: [UInt8]? = nil, headers: HTTPFields = [:]
     ) async throws -> CallResult {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(token)" }
@@ -29,6 +29,8 @@ extension TestClientProtocol {
             fields[.contentType] = "application/json"
         } else if let body {
             buffer = ByteBuffer(string: body)
+        } else if let bytes {
+            buffer = ByteBuffer(bytes: bytes)
         }
         let response = try await executeRequest(uri: "/api/mobile/v1/" + path, method: method, headers: fields, body: buffer)
         return CallResult(status: Int(response.status.code), headers: response.headers, text: String(buffer: response.body))

@@ -1,0 +1,77 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Postgres
+import Queue
+import Store
+
+/// `POST analyze` (seed 001): the photo is stored in Postgres and a scan reserved in one transaction (none left:
+/// `NO_SCANS_REMAINING`, nothing stored), then an `analysis` job runs. The answer is seed 001's body when the job
+/// finishes within the short wait, else 202 with the job (`Prefer: respond-async` asks for that at once).
+struct AnalyzeRoutes {
+    let database: PostgresClient
+    let queue: JobQueue
+    let waiter: JobWaiter
+    let authenticator: Authenticator
+    let settings: ResultSettings
+
+    func register(on api: RouteTable) {
+        api.post("analyze", analyze)
+    }
+
+    struct Result: Encodable {
+        struct ScanUsage: Encodable {
+            var remainingScans: Int
+            var scanResetDate: Date
+            var subscriptionTier: String
+        }
+        var analysis: JSONValue
+        var mealId: Int
+        var scanUsage: ScanUsage
+    }
+
+    func analyze(_ request: Request, _ context: APIContext) async throws -> Response {
+        let user = try await authenticator.caller(request).user
+        let upload = try await ImageUpload.read(request)
+        let now = Date()
+        let photoID: Int64? = try await database.transaction { tx in
+            guard try await ScanQuota(tx).reserve(userID: user.id, now: now, timeZone: settings.scanResetTimeZone) else { return nil }
+            let photoID = try await MealPhotos(tx).insert(userID: user.id, contentType: upload.contentType, bytes: upload.bytes)
+            try await ScanReservations(tx).insert(photoID: photoID, userID: user.id)
+            return photoID
+        }
+        guard let photoID else {
+            let quota = try await ScanQuota(database).current(userID: user.id, now: now, timeZone: settings.scanResetTimeZone)
+            throw APIError(
+                .tooManyRequests, "NO_SCANS_REMAINING",
+                "You have no scans remaining. Please wait for your scans to reset or upgrade your plan.",
+                details: [
+                    "remainingScans": .int(quota.remaining), "scanResetDate": .string(Timestamp.format(quota.resetDate)),
+                    "subscriptionTier": .string(quota.tier.rawValue),
+                ])
+        }
+        var payload: [String: JSONValue] = ["userId": .string(user.id), "photoId": .string(String(photoID))]
+        if !upload.metadata.isEmpty { payload["metadata"] = .object(upload.metadata.mapValues(JSONValue.string)) }
+        let id: JobID
+        do {
+            guard let enqueued = try await queue.enqueue("analysis", payload: .object(payload), options: EnqueueOptions(owner: user.id)).id
+            else { throw StoreError("the analysis of photo \(photoID) was not enqueued") }
+            id = enqueued
+        } catch {
+            // Nothing half-done: without a job the scan goes back and the photo goes away.
+            try? await ScanReservations(database).refund(photoID: photoID)
+            _ = try? await database.execute("DELETE FROM meal_photos WHERE id = $1", [photoID])
+            throw error
+        }
+        return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
+            guard let result = record.result, let value = try? JSONValue(parsing: result), case .object(let fields) = value,
+                let analysis = fields["analysis"], case .int(let mealID) = fields["mealId"] ?? .null
+            else { throw StoreError("analysis job \(id) succeeded without a result") }
+            let quota = try await ScanQuota(database).current(userID: user.id, now: Date(), timeZone: settings.scanResetTimeZone)
+            return try Envelope.success(Result(
+                analysis: analysis, mealId: mealID,
+                scanUsage: .init(remainingScans: quota.remaining, scanResetDate: quota.resetDate, subscriptionTier: quota.tier.rawValue)))
+        }
+    }
+}
+

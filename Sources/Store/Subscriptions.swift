@@ -1,0 +1,121 @@
+import Foundation
+import Postgres
+
+/// A user's subscription as the app sees it (seed 000: tier, status, renewal date).
+public struct SubscriptionState: Sendable, Equatable {
+    public var userID: String
+    public var tier: Tier
+    public var status: String
+    public var renewalDate: Date?
+}
+
+/// The provider's view of one subscription, mapped to CarbScan's terms, ready to be stored on a user.
+public struct SubscriptionUpdate: Sendable {
+    public var subscriptionID: String
+    public var customerID: String?
+    public var tier: Tier
+    public var status: String
+    public var renewalDate: Date?
+    /// The provider time this state is true at; older states never overwrite newer ones.
+    public var stateAt: Date
+    /// A live subscription (active, trialing, past due) may replace another one stored on the user; an ended one
+    /// only ever changes the user it is stored on, so the end of an old subscription cannot downgrade a new one.
+    public var isLive: Bool
+
+    public init(
+        subscriptionID: String, customerID: String?, tier: Tier, status: String, renewalDate: Date?, stateAt: Date, isLive: Bool
+    ) {
+        self.subscriptionID = subscriptionID
+        self.customerID = customerID
+        self.tier = tier
+        self.status = status
+        self.renewalDate = renewalDate
+        self.stateAt = stateAt
+        self.isLive = isLive
+    }
+}
+
+/// Users' subscription columns: tier, status, renewal date, the provider ids, and the scan quota that follows the tier.
+public struct Subscriptions: Sendable {
+    let db: any PostgresQueryable
+
+    public init(_ db: any PostgresQueryable) { self.db = db }
+
+    /// What `apply` did.
+    public enum Outcome: Sendable, Equatable {
+        case applied(SubscriptionState)
+        /// A newer state was applied before (or another subscription is stored on the user): nothing changed.
+        case unchanged(SubscriptionState)
+        case noSuchUser
+    }
+
+    public func state(userID: String) async throws -> SubscriptionState? {
+        try await db.query(
+            "SELECT id, subscription_tier, subscription_status, subscription_renewal_date FROM users WHERE id = $1", [userID]
+        ).first.map(Self.state)
+    }
+
+    /// The provider subscription stored on the user, if any.
+    public func subscriptionID(userID: String) async throws -> String? {
+        guard let row = try await db.query("SELECT stripe_subscription_id FROM users WHERE id = $1", [userID]).first else { return nil }
+        return try row.decode("stripe_subscription_id", as: String?.self)
+    }
+
+    /// The user the subscription is stored on.
+    public func userID(subscriptionID: String) async throws -> String? {
+        guard
+            let row = try await db.query("SELECT id FROM users WHERE stripe_subscription_id = $1 ORDER BY id LIMIT 1", [subscriptionID])
+                .first
+        else { return nil }
+        return try row.decode("id", as: String.self)
+    }
+
+    /// One page of users with a stored subscription, by id after `afterUserID` (keyset paging: no long scans or locks).
+    public func subscribedUsers(after afterUserID: String?, limit: Int) async throws -> [(userID: String, subscriptionID: String)] {
+        try await db.query(
+            """
+            SELECT id, stripe_subscription_id FROM users
+            WHERE stripe_subscription_id IS NOT NULL AND ($1::text IS NULL OR id > $1)
+            ORDER BY id LIMIT $2
+            """, [afterUserID, limit]
+        ).map { (try $0.decode("id", as: String.self), try $0.decode("stripe_subscription_id", as: String.self)) }
+    }
+
+    /// Stores `update` on the user in one guarded UPDATE: only when no newer state was applied before, so concurrent
+    /// or re-ordered syncs converge on the newest state. A tier change also starts the new tier's scan quota, reset
+    /// at `scanReset` (the new tier's next reset).
+    public func apply(_ update: SubscriptionUpdate, userID: String, scanReset: Date) async throws -> Outcome {
+        // In SET, column references read the row before the update: `subscription_tier <> $4` is the old tier.
+        let rows = try await db.query(
+            """
+            UPDATE users SET
+                stripe_subscription_id = $2,
+                stripe_customer_id = COALESCE($3, stripe_customer_id),
+                remaining_scans = CASE WHEN subscription_tier <> $4 THEN $7 ELSE remaining_scans END,
+                scan_reset_date = CASE WHEN subscription_tier <> $4 THEN $8 ELSE scan_reset_date END,
+                subscription_tier = $4,
+                subscription_status = $5,
+                subscription_renewal_date = $6,
+                subscription_state_at = $9,
+                subscription_synced_at = now(),
+                updated_at = now()
+            WHERE id = $1
+              AND (subscription_state_at IS NULL OR subscription_state_at <= $9)
+              AND (stripe_subscription_id IS NULL OR stripe_subscription_id = $2 OR $10)
+            RETURNING id, subscription_tier, subscription_status, subscription_renewal_date
+            """,
+            [
+                userID, update.subscriptionID, update.customerID, update.tier.rawValue, update.status, update.renewalDate,
+                update.tier.scanLimit, scanReset, update.stateAt, update.isLive,
+            ])
+        if let row = rows.first { return .applied(try Self.state(row)) }
+        guard let current = try await state(userID: userID) else { return .noSuchUser }
+        return .unchanged(current)
+    }
+
+    private static func state(_ row: PostgresRow) throws -> SubscriptionState {
+        SubscriptionState(
+            userID: try row.decode("id"), tier: Tier(rawValue: try row.decode("subscription_tier", as: String.self)) ?? .free,
+            status: try row.decode("subscription_status"), renewalDate: try row.decode("subscription_renewal_date"))
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import Postgres
+import Queue
+
+/// The `photo-retention` kind (jobs/photo-retention.yml): deletes stored meal photos older than
+/// `WorkerSettings.photoRetention`, oldest first, in short batches so no delete holds locks for long. Meals keep
+/// their rows (`meals.photo_id` is `ON DELETE SET NULL`). Idempotent: a re-run finds nothing left to delete.
+public struct PhotoRetentionJob: JobKind {
+    public static let name = "photo-retention"
+
+    public struct Parameters: Decodable, Sendable {}
+
+    let services: WorkerServices
+    let batchSize: Int
+
+    public init(services: WorkerServices, batchSize: Int = 1000) {
+        self.services = services
+        self.batchSize = batchSize
+    }
+
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+        let cutoff = Date().addingTimeInterval(-Double(services.settings.photoRetention.components.seconds))
+        var deleted = 0
+        var batches = 0
+        while !Task.isCancelled {
+            // A photo whose scan is still reserved belongs to an analysis that may yet run (or be refunded): deleting
+            // it would cascade away the reservation, and with it the refund. It goes once the scan is settled.
+            let count = try await services.database.execute(
+                """
+                DELETE FROM meal_photos WHERE id IN (
+                    SELECT p.id FROM meal_photos p
+                    WHERE p.created_at < $1::timestamptz
+                      AND NOT EXISTS (SELECT 1 FROM scan_reservations r WHERE r.photo_id = p.id AND r.status = 'reserved')
+                    ORDER BY p.created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+                """,
+                [cutoff, batchSize])
+            guard count > 0 else { break }
+            deleted += count
+            batches += 1
+        }
+        try Task.checkCancellation()
+        context.logger.info("old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"])
+        return .object(["photosDeleted": .int(deleted), "batches": .int(batches), "cutoff": .string(ISO8601DateFormatter().string(from: cutoff))])
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Queue
+import Redis
+
+/// A token bucket per provider, kept in Redis and shared by every worker process, so fifty workers together
+/// never call a provider faster than its limit (`rate_limit:` in `jobs/<kind>.yml`).
+///
+/// The bucket refills by the Redis server's clock (`TIME`), never a worker's: machines whose clocks disagree
+/// still share one budget. Taking a token is one atomic script, so two workers can never spend the same token.
+public struct RateLimiter: Sendable {
+    let redis: RedisClient
+    let prefix: String
+
+    public init(redis: RedisClient, prefix: String) {
+        self.redis = redis
+        self.prefix = prefix
+    }
+
+    /// The bucket's Redis key: `{prefix}:ratelimit:{name}`.
+    public func key(_ name: String) -> String { "\(prefix):ratelimit:\(name)" }
+
+    /// Waits until the bucket `name` grants a token. Cancelling the task ends the wait (`CancellationError`)
+    /// without spending a token.
+    /// - Parameters:
+    ///   - perSecond: tokens added per second (the sustained rate).
+    ///   - burst: the bucket's capacity (a full bucket lets this many calls go at once).
+    public func acquire(name: String, perSecond: Double, burst: Int) async throws {
+        precondition(perSecond > 0 && burst >= 1, "a rate limit needs a positive rate and a burst of at least 1")
+        while true {
+            try Task.checkCancellation()
+            let reply = try await redis.run(
+                Self.script, keys: [key(name)], arguments: [String(perSecond), String(burst)])
+            guard let waitMicros = reply.int else {
+                throw RedisError(.protocolError, "rate limit script answered \(reply)")
+            }
+            if waitMicros <= 0 { return }
+            // A little jitter, so the workers that all learnt the same refill time do not all ask at once.
+            let jitter = Int.random(in: 0...max(1, waitMicros / 10))
+            try await Task.sleep(for: .microseconds(waitMicros + jitter))
+        }
+    }
+
+    /// Waits for a token of the kind's bucket (`rate_limit:` in its job file); returns at once for a kind without one.
+    public func acquire(forKind kind: String, catalog: JobCatalog) async throws {
+        guard let limit = catalog[kind]?.rateLimit else { return }
+        try await acquire(name: limit.name, perSecond: limit.perSecond, burst: limit.burst)
+    }
+
+    /// KEYS[1] the bucket (hash: `tokens`, `ts` in µs of the server clock); ARGV rate per second, burst.
+    /// Returns 0 when a token was taken, else the µs until one will be there. The key expires once a full
+    /// bucket would have refilled, so idle buckets cost no memory.
+    static let script = RedisScript(
+        name: "ratelimit-acquire",
+        source: """
+            local rate = tonumber(ARGV[1])
+            local burst = tonumber(ARGV[2])
+            local t = redis.call('TIME')
+            local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+            local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+            local tokens = tonumber(state[1])
+            local ts = tonumber(state[2])
+            if tokens == nil or ts == nil then
+              tokens = burst
+              ts = now
+            end
+            if now > ts then
+              tokens = math.min(burst, tokens + (now - ts) * rate / 1000000)
+            end
+            local ttl = math.ceil(burst / rate * 1000) + 1000
+            if tokens >= 1 then
+              redis.call('HSET', KEYS[1], 'tokens', tostring(tokens - 1), 'ts', tostring(now))
+              redis.call('PEXPIRE', KEYS[1], ttl)
+              return 0
+            end
+            redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+            redis.call('PEXPIRE', KEYS[1], ttl)
+            return math.max(1, math.ceil((1 - tokens) * 1000000 / rate))
+            """)
+}
+
+extension WorkerServices {
+    /// The process's view of the shared provider buckets (under the queue's key prefix).
+    public var rateLimiter: RateLimiter { RateLimiter(redis: redis, prefix: prefix) }
+
+    /// Waits for a token of the kind's provider bucket (`rate_limit:` in `jobs/<kind>.yml`); returns at once when
+    /// the kind has none. Call it right before each outbound request.
+    public func acquire(forKind kind: String) async throws {
+        try await rateLimiter.acquire(forKind: kind, catalog: catalog)
+    }
+}

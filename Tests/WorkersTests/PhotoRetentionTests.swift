@@ -1,0 +1,72 @@
+import Foundation
+import Postgres
+import Queue
+import Store
+import Testing
+import Workers
+
+/// photo-retention through a real worker: old photos go in batches, recent ones and meals stay.
+@Suite struct PhotoRetentionTests {
+    @Test func deletesOldPhotosInBatchesAndKeepsMeals() async throws {
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser().id
+            // 2,500 photos 40 days old (three batches of 1,000), 3 from yesterday.
+            try await env.database.execute(
+                """
+                INSERT INTO meal_photos (user_id, content_type, byte_size, bytes, created_at)
+                SELECT $1, 'image/jpeg', 3, '\\xffd8ff'::bytea, now() - interval '40 days' - n * interval '1 second'
+                FROM generate_series(1, 2500) n
+                """, [user])
+            try await env.database.execute(
+                """
+                INSERT INTO meal_photos (user_id, content_type, byte_size, bytes, created_at)
+                SELECT $1, 'image/png', 3, '\\x89504e'::bytea, now() - interval '1 day' FROM generate_series(1, 3)
+                """, [user])
+            let oldPhoto: Int64 = try await env.database.query("SELECT min(id) AS id FROM meal_photos")[0].decode("id")
+            let recentPhoto: Int64 = try await env.database.query("SELECT max(id) AS id FROM meal_photos")[0].decode("id")
+            for photo in [oldPhoto, recentPhoto] {
+                try await env.database.execute(
+                    "INSERT INTO meals (user_id, photo_id, name, carb_estimate) VALUES ($1, $2, 'Toast', 30)", [user, photo])
+            }
+            // An old photo whose analysis is still pending keeps its reservation (and so its refund).
+            let pending: Int64 = try await env.database.query("SELECT id FROM meal_photos ORDER BY id LIMIT 1 OFFSET 1")[0].decode("id")
+            try await ScanReservations(env.database).insert(photoID: pending, userID: user)
+
+            let (worker, task) = env.startRetentionWorker(settings: WorkerSettings(photoRetention: .seconds(30 * 86_400)))
+            guard case .enqueued(let id) = try await env.queue.enqueue("photo-retention", payload: .object([:])) else {
+                Issue.record("not enqueued")
+                return
+            }
+            let result = try await env.result(of: id)
+            #expect(result["photosDeleted"] == .int(2499))
+            #expect(result["batches"] == .int(3))
+            let left: [Int64] = try await env.database.query("SELECT id FROM meal_photos ORDER BY id").map { try $0.decode("id") }
+            #expect(left.count == 4)
+            #expect(left.contains(pending) && left.contains(recentPhoto))
+            let meals: [Int64?] = try await env.database.query("SELECT photo_id FROM meals ORDER BY id").map { try $0.decode("photo_id") }
+            #expect(meals == [nil, recentPhoto])
+            #expect(try await ScanReservations(env.database).status(photoID: pending) == "reserved")
+            // A second run finds nothing.
+            guard case .enqueued(let again) = try await env.queue.enqueue("photo-retention", payload: .object([:])) else { return }
+            #expect(try await env.result(of: again)["photosDeleted"] == .int(0))
+            worker.stop()
+            try await task.value
+        }
+    }
+}
+
+extension WorkerTestEnvironment {
+    /// A worker with every handler plus photo-retention (registered here too, so this test does not depend on
+    /// `Handlers` listing it; registering a kind twice keeps the last).
+    func startRetentionWorker(settings: WorkerSettings) -> (Worker, Task<Void, any Error>) {
+        var registry = Handlers.registry(services: services(settings))
+        registry.register(PhotoRetentionJob(services: services(settings)))
+        let worker = Worker(
+            queue: queue, registry: registry,
+            options: WorkerOptions(
+                queues: queue.catalog.queues.map { ($0, 1) }, concurrency: 2, gracePeriod: .seconds(2), blockTimeout: .seconds(1),
+                promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200)),
+            logger: Self.logger)
+        return (worker, Task { try await worker.run() })
+    }
+}
