@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import Logging
 import Queue
 import Synchronization
 
@@ -28,7 +27,7 @@ public final class OpenAIServer: Sendable {
     }
 
     public let port: Int
-    private let task: Task<Void, any Error>
+    private let server: LocalServer
     private let state: ServerState
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -37,9 +36,9 @@ public final class OpenAIServer: Sendable {
     /// Queues replies; when the script runs out, `fallback` answers.
     public func script(_ replies: [Reply]) { state.storage.withLock { $0.script += replies } }
 
-    private init(port: Int, task: Task<Void, any Error>, state: ServerState) {
+    private init(port: Int, server: LocalServer, state: ServerState) {
         self.port = port
-        self.task = task
+        self.server = server
         self.state = state
     }
 
@@ -51,19 +50,11 @@ public final class OpenAIServer: Sendable {
             let reply = state.next(Received(authorization: request.headers[.authorization], body: String(buffer: body)))
             return try await Self.respond(reply)
         }
-        var logger = Logger(label: "openai")
-        logger.logLevel = .critical
-        let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService() }
-        var iterator = stream.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else { throw ServerError("OpenAI server did not start") }
-        return OpenAIServer(port: port, task: task, state: state)
+        let server = try await LocalServer.start(router, name: "openai")
+        return OpenAIServer(port: server.port, server: server, state: state)
     }
 
-    public func stop() { task.cancel() }
+    public func stop() { server.stop() }
 
     private static func respond(_ reply: Reply) async throws -> Response {
         switch reply {

@@ -1,18 +1,18 @@
 import Foundation
 import Hummingbird
-import Logging
+import TestSupport
 import Synchronization
 
 /// A local HTTP server publishing the fake providers' JWKS the way Apple (`/auth/keys`) and Clerk
 /// (`/.well-known/jwks.json`) do, counting fetches.
 final class JWKSServer: Sendable {
     let port: Int
-    private let task: Task<Void, any Error>
+    private let server: LocalServer
     private let counts: Counts
 
-    private init(port: Int, task: Task<Void, any Error>, counts: Counts) {
+    private init(port: Int, server: LocalServer, counts: Counts) {
         self.port = port
-        self.task = task
+        self.server = server
         self.counts = counts
     }
 
@@ -30,19 +30,11 @@ final class JWKSServer: Sendable {
             counts.increment("clerk")
             return try Self.json(clerk.jwksJSON())
         }
-        var logger = Logger(label: "jwks")
-        logger.logLevel = .critical
-        let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService() }
-        var iterator = stream.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else { throw TestFailure("JWKS server did not start") }
-        return JWKSServer(port: port, task: task, counts: counts)
+        let server = try await LocalServer.start(router, name: "jwks")
+        return JWKSServer(port: server.port, server: server, counts: counts)
     }
 
-    func stop() { task.cancel() }
+    func stop() { server.stop() }
 
     private static func json(_ data: Data) -> Response {
         Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))

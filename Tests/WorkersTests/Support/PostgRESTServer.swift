@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
+import TestSupport
 import Queue
 import Synchronization
 
@@ -32,19 +32,19 @@ final class PostgRESTServer: Sendable {
 
     let port: Int
     let apiKey: String
-    private let task: Task<Void, any Error>
+    private let server: LocalServer
     private let state: PostgRESTState
 
     var url: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, apiKey: String, task: Task<Void, any Error>, state: PostgRESTState) {
+    private init(port: Int, apiKey: String, server: LocalServer, state: PostgRESTState) {
         self.port = port
         self.apiKey = apiKey
-        self.task = task
+        self.server = server
         self.state = state
     }
 
-    func stop() { task.cancel() }
+    func stop() { server.stop() }
 
     /// Answers the next requests with these, in order, before serving the table again.
     func enqueue(_ answers: Scripted...) { state.storage.withLock { $0.script += answers } }
@@ -62,16 +62,8 @@ final class PostgRESTServer: Sendable {
         router.post("logins/signout") { request, _ in
             try await handle(request, table: "logins/signout", apiKey: apiKey, state: state)
         }
-        var logger = Logger(label: "postgrest")
-        logger.logLevel = .critical
-        let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService() }
-        var iterator = stream.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else { throw PostgRESTServerFailure("PostgREST server did not start") }
-        return PostgRESTServer(port: port, apiKey: apiKey, task: task, state: state)
+        let server = try await LocalServer.start(router, name: "postgrest")
+        return PostgRESTServer(port: server.port, apiKey: apiKey, server: server, state: state)
     }
 
     private static func handle(_ request: Request, table: String, apiKey: String, state: PostgRESTState) async throws -> Response {
@@ -130,9 +122,4 @@ final class PostgRESTServer: Sendable {
 /// The server's state, shared between its request handlers and the test.
 final class PostgRESTState: Sendable {
     let storage = Mutex(PostgRESTServer.State())
-}
-
-struct PostgRESTServerFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Logging
+import TestSupport
 import Queue
 import Synchronization
 
@@ -24,19 +24,19 @@ final class StripeServer: Sendable {
 
     let port: Int
     let secretKey: String
-    private let task: Task<Void, any Error>
+    private let server: LocalServer
     private let state: StripeState
 
     var url: String { "http://127.0.0.1:\(port)" }
 
-    private init(port: Int, secretKey: String, task: Task<Void, any Error>, state: StripeState) {
+    private init(port: Int, secretKey: String, server: LocalServer, state: StripeState) {
         self.port = port
         self.secretKey = secretKey
-        self.task = task
+        self.server = server
         self.state = state
     }
 
-    func stop() { task.cancel() }
+    func stop() { server.stop() }
 
     func put(_ subscription: JSONValue) {
         guard case .string(let id)? = subscription["id"] else { return }
@@ -86,16 +86,8 @@ final class StripeServer: Sendable {
             }
             return json(200, subscription)
         }
-        var logger = Logger(label: "stripe")
-        logger.logLevel = .critical
-        let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        let task = Task { try await app.runService() }
-        var iterator = stream.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else { throw StripeServerFailure("Stripe server did not start") }
-        return StripeServer(port: port, secretKey: secretKey, task: task, state: state)
+        let server = try await LocalServer.start(router, name: "stripe")
+        return StripeServer(port: server.port, secretKey: secretKey, server: server, state: state)
     }
 
     private static func error(_ status: Int, type: String, code: String?, message: String) -> Response {
@@ -114,9 +106,4 @@ final class StripeServer: Sendable {
 /// The server's state, shared between its request handlers and the test.
 final class StripeState: Sendable {
     let storage = Mutex(StripeServer.State())
-}
-
-struct StripeServerFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
