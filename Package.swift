@@ -125,7 +125,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "QueueTests", dependencies: ["Queue", "Redis", "Workers"]),
-        .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "Postgres", "carbscan"]),
+        .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "Postgres", "TestSupport", "carbscan"]),
     ],
     swiftLanguageModes: [.v6]
 )

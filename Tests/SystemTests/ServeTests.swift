@@ -8,32 +8,8 @@ import FoundationNetworking
 
 /// `carbscan migrate` and `carbscan serve` as operators run them, on a database of their own.
 @Suite struct ServeTests {
-    static let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
-
-    /// Creates an empty database, runs `body` with its URL, drops it.
-    func withDatabase(_ body: (String) async throws -> Void) async throws {
-        let name = "cli_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        var configuration = try PostgresConfiguration(url: Self.databaseURL)
-        configuration.poolSize = 1
-        // CREATE DATABASE waits while another one copies the template: no statement timeout here.
-        configuration.statementTimeout = nil
-        let admin = PostgresClient(configuration: configuration, logger: .init(label: "test"))
-        defer { admin.shutdown() }
-        try await admin.executeScript("CREATE DATABASE \(name)")
-        configuration.database = name
-        let user = configuration.username.map { "\($0)@" } ?? ""
-        let url = "postgres://\(user)\(configuration.host):\(configuration.port)/\(name)"
-        do {
-            try await body(url)
-        } catch {
-            try? await admin.executeScript("DROP DATABASE \(name) WITH (FORCE)")
-            throw error
-        }
-        try await admin.executeScript("DROP DATABASE \(name) WITH (FORCE)")
-    }
-
     @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {
-        try await withDatabase { url in
+        try await withScratchDatabase { url in
             let results = try await withThrowingTaskGroup(of: (Int32, String).self) { group in
                 for _ in 0..<3 {
                     group.addTask {
@@ -66,7 +42,7 @@ import FoundationNetworking
     }
 
     @Test func serveMigratesAnswersHealthAndStopsOnSIGTERM() async throws {
-        try await withDatabase { url in
+        try await withScratchDatabase { url in
             let port = CarbScanBinary.freePort()
             let server = try CarbScanBinary.start(
                 ["serve", "--port", String(port), "--migrate"], environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40)])
