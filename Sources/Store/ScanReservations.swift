@@ -12,6 +12,22 @@ public struct ScanReservations: Sendable {
         try await db.execute("INSERT INTO scan_reservations (photo_id, user_id) VALUES ($1, $2)", [photoID, userID])
     }
 
+    /// Notes the analysis job of a reserved photo.
+    public func attach(photoID: Int64, jobID: String) async throws {
+        try await db.execute("UPDATE scan_reservations SET job_id = $2::uuid WHERE photo_id = $1", [photoID, jobID])
+    }
+
+    /// Reservations still open after `age`: (photo, job) — their jobs should long have ended.
+    public func open(olderThan cutoff: Date, limit: Int) async throws -> [(photoID: Int64, jobID: String?)] {
+        try await db.query(
+            """
+            SELECT photo_id, job_id::text AS job_id FROM scan_reservations
+            WHERE status = 'reserved' AND created_at < $1::timestamptz ORDER BY created_at LIMIT $2
+            """,
+            [cutoff, limit]
+        ).map { (try $0.decode("photo_id"), try $0.decode("job_id")) }
+    }
+
     /// Keeps the scan for good. False when it was already settled.
     @discardableResult
     public func charge(photoID: Int64) async throws -> Bool {

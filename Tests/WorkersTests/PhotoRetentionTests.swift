@@ -70,3 +70,40 @@ extension WorkerTestEnvironment {
         return (worker, Task { try await worker.run() })
     }
 }
+
+/// The sweep that refunds scans whose analysis died without its handler running.
+@Suite struct AbandonedScanTests {
+    @Test func scansOfDeadOrVanishedJobsAreRefundedOnceAndLiveOnesKept() async throws {
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser()
+            try await env.database.execute("UPDATE users SET remaining_scans = 0 WHERE id = $1", [user.id])
+            func reservedPhoto(hoursAgo: Double, job: JobID?) async throws -> Int64 {
+                let photo = try await MealPhotos(env.database).insert(userID: user.id, contentType: "image/jpeg", bytes: [0xFF, 0xD8, 0xFF])
+                try await ScanReservations(env.database).insert(photoID: photo, userID: user.id)
+                if let job { try await ScanReservations(env.database).attach(photoID: photo, jobID: job.rawValue) }
+                try await env.database.execute(
+                    "UPDATE scan_reservations SET created_at = now() - $2::float8 * interval '1 hour' WHERE photo_id = $1", [photo, hoursAgo])
+                return photo
+            }
+            // A job that is still queued (its workers are down): keeps the scan.
+            let queued = try #require(try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": "1"]).id)
+            let waiting = try await reservedPhoto(hoursAgo: 3, job: queued)
+            // A job whose record expired, and one that never got an id: refunded.
+            let vanished = try await reservedPhoto(hoursAgo: 3, job: .random())
+            let orphan = try await reservedPhoto(hoursAgo: 3, job: nil)
+            // Too recent to judge: kept.
+            let recent = try await reservedPhoto(hoursAgo: 0.2, job: .random())
+
+            let job = PhotoRetentionJob(services: env.services(WorkerSettings()))
+            #expect(try await job.refundAbandonedScans() == 2)
+            #expect(try await job.refundAbandonedScans() == 0)
+            let reservations = ScanReservations(env.database)
+            #expect(try await reservations.status(photoID: waiting) == "reserved")
+            #expect(try await reservations.status(photoID: vanished) == "refunded")
+            #expect(try await reservations.status(photoID: orphan) == "refunded")
+            #expect(try await reservations.status(photoID: recent) == "reserved")
+            let remaining: Int = try await env.database.query("SELECT remaining_scans FROM users WHERE id = $1", [user.id])[0].decode(0)
+            #expect(remaining == 2)
+        }
+    }
+}

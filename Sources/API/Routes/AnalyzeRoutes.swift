@@ -57,6 +57,7 @@ struct AnalyzeRoutes {
             guard let enqueued = try await queue.enqueue("analysis", payload: .object(payload), options: EnqueueOptions(owner: user.id)).id
             else { throw StoreError("the analysis of photo \(photoID) was not enqueued") }
             id = enqueued
+            try await ScanReservations(database).attach(photoID: photoID, jobID: id.rawValue)
         } catch {
             // Nothing half-done: without a job the scan goes back and the photo goes away.
             try? await ScanReservations(database).refund(photoID: photoID)
