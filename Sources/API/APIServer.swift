@@ -71,7 +71,7 @@ public enum APIServer {
             .register(on: api)
         BillingRoutes(
             database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator,
-            webhookSecret: dependencies.stripeWebhookSecret
+            webhookSecret: dependencies.stripeWebhookSecret, settings: results
         ).register(on: api)
         return (router, api.routes)
     }

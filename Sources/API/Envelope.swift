@@ -61,25 +61,18 @@ enum Envelope {
 
 /// ISO 8601 timestamps with milliseconds in UTC, as the seed writes them: `2025-11-19T12:00:00.000Z`.
 enum Timestamp {
-    /// Formats by arithmetic (the civil-from-days algorithm of H. Hinnant): a meal page writes dozens of dates per
-    /// response, and Foundation's format styles cost several microseconds each.
+    /// Formats by arithmetic (the engine's `CivilTime`): a meal page writes dozens of dates per response, and
+    /// Foundation's format styles cost several microseconds each.
     static func format(_ date: Date) -> String {
         let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        let (days, millisecondOfDay) = totalMilliseconds.quotientAndRemainder(dividingBy: 86_400_000)
-        let (day, milliseconds) = millisecondOfDay < 0 ? (days - 1, millisecondOfDay + 86_400_000) : (days, millisecondOfDay)
-        let z = day + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let dayOfMonth = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (seconds, milliseconds) = totalMilliseconds.quotientAndRemainder(dividingBy: 1000)
+        let (wholeSeconds, millisecond) = milliseconds < 0 ? (seconds - 1, milliseconds + 1000) : (seconds, milliseconds)
+        let civil = CivilTime(secondsAsUTC: Int(wholeSeconds))
+        let second = Int(((wholeSeconds % 60) + 60) % 60)
         var bytes = [UInt8]()
         bytes.reserveCapacity(24)
-        func append(_ value: Int64, digits: Int) {
-            var divisor: Int64 = 1
+        func append(_ value: Int, digits: Int, then separator: UInt8?) {
+            var divisor = 1
             for _ in 1..<digits { divisor *= 10 }
             var rest = value
             while divisor > 0 {
@@ -87,21 +80,15 @@ enum Timestamp {
                 rest %= divisor
                 divisor /= 10
             }
+            if let separator { bytes.append(separator) }
         }
-        append(year, digits: 4)
-        bytes.append(UInt8(ascii: "-"))
-        append(month, digits: 2)
-        bytes.append(UInt8(ascii: "-"))
-        append(dayOfMonth, digits: 2)
-        bytes.append(UInt8(ascii: "T"))
-        append(milliseconds / 3_600_000, digits: 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(milliseconds / 60_000 % 60, digits: 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(milliseconds / 1000 % 60, digits: 2)
-        bytes.append(UInt8(ascii: "."))
-        append(milliseconds % 1000, digits: 3)
-        bytes.append(UInt8(ascii: "Z"))
+        append(civil.year, digits: 4, then: UInt8(ascii: "-"))
+        append(civil.month, digits: 2, then: UInt8(ascii: "-"))
+        append(civil.day, digits: 2, then: UInt8(ascii: "T"))
+        append(civil.hour, digits: 2, then: UInt8(ascii: ":"))
+        append(civil.minute, digits: 2, then: UInt8(ascii: ":"))
+        append(second, digits: 2, then: UInt8(ascii: "."))
+        append(Int(millisecond), digits: 3, then: UInt8(ascii: "Z"))
         return String(decoding: bytes, as: UTF8.self)
     }
 

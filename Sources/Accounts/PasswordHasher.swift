@@ -24,7 +24,8 @@ public struct PasswordHasher: Sendable {
             guard crypt_gensalt_rn("$2b$", UInt(cost), nil, 0, &settingBuffer, Int32(settingBuffer.count)) != nil else {
                 throw PasswordHashError("crypt_gensalt_rn failed (errno \(errno))")
             }
-            return try Self.crypt(password, setting: String(cString: settingBuffer))
+            let setting = String(decoding: settingBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return try Self.crypt(password, setting: setting)
         }
     }
 

@@ -60,7 +60,7 @@ struct AnalyzeRoutes {
             try await ScanReservations(database).attach(photoID: photoID, jobID: id.rawValue)
         } catch {
             // Nothing half-done: without a job the scan goes back and the photo goes away.
-            try? await ScanReservations(database).refund(photoID: photoID)
+            _ = try? await ScanReservations(database).refund(photoID: photoID)
             _ = try? await database.execute("DELETE FROM meal_photos WHERE id = $1", [photoID])
             throw error
         }

@@ -17,11 +17,11 @@ struct BillingRoutes {
     let authenticator: Authenticator
     /// `STRIPE_WEBHOOK_SECRET`; nil: the webhook answers CONFIGURATION_ERROR.
     let webhookSecret: String?
+    /// How long `subscriptions/sync` waits for its job (`SYNC_WAIT_SECONDS`), like `analyze` and `chat`.
+    let settings: ResultSettings
 
     /// Stripe's subscription events are a few kilobytes; anything far larger is not one of them.
     static let maxEventBytes = 256 * 1024
-    /// How long `subscriptions/sync` waits for its job before answering 202 (a provider read takes well under this).
-    static let syncWait: Duration = .seconds(3)
     /// Stripe retries an undelivered event for up to three days; the event id stays unique a little longer.
     static let eventUniqueness: Duration = .seconds(4 * 86_400)
     static let subscriptionEvents: Set<String> = [
@@ -93,7 +93,6 @@ struct BillingRoutes {
                 SubscriptionSync.kind, payload: .object(payload), options: EnqueueOptions(owner: caller.user.id)
             ).id
         else { throw StoreError("subscription-sync was not enqueued") }
-        let settings = ResultSettings(syncWait: Self.syncWait, scanResetTimeZone: .gmt)
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
             struct Stored: Decodable {
                 var userId: String

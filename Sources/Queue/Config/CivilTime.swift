@@ -3,14 +3,14 @@
 /// Cron matches wall-clock fields; doing that arithmetic on plain integers (instead of `Calendar`)
 /// keeps the search fast and makes the time zone matter in exactly one place: `CronExpression`'s
 /// conversion of a wall time to an instant.
-struct CivilTime: Sendable, Equatable, Comparable {
-    var year: Int
-    var month: Int  // 1...12
-    var day: Int  // 1...31
-    var hour: Int  // 0...23
-    var minute: Int  // 0...59
+public struct CivilTime: Sendable, Equatable, Comparable {
+    public var year: Int
+    public var month: Int  // 1...12
+    public var day: Int  // 1...31
+    public var hour: Int  // 0...23
+    public var minute: Int  // 0...59
 
-    static func < (a: CivilTime, b: CivilTime) -> Bool {
+    public static func < (a: CivilTime, b: CivilTime) -> Bool {
         (a.year, a.month, a.day, a.hour, a.minute) < (b.year, b.month, b.day, b.hour, b.minute)
     }
 
@@ -47,7 +47,7 @@ struct CivilTime: Sendable, Equatable, Comparable {
     }
 
     /// The wall time `seconds` after 1970-01-01 00:00 (seconds floored to the minute).
-    init(secondsAsUTC seconds: Int) {
+    public init(secondsAsUTC seconds: Int) {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         // civil_from_days
