@@ -46,10 +46,8 @@ public struct ScanReservations: Sendable {
                 UPDATE scan_reservations SET status = 'refunded', settled_at = now()
                 WHERE photo_id = $1 AND status = 'reserved' RETURNING user_id
             )
-            UPDATE users u SET remaining_scans = LEAST(u.remaining_scans + 1,
-                CASE u.subscription_tier WHEN 'free' THEN \(Tier.free.scanLimit) WHEN 'essentials' THEN \(Tier.essentials.scanLimit)
-                    ELSE \(Tier.pro.scanLimit) END)
-            FROM settled WHERE u.id = settled.user_id RETURNING u.id
+            UPDATE users SET remaining_scans = LEAST(remaining_scans + 1, \(ScanQuota.limitSQL))
+            FROM settled WHERE users.id = settled.user_id RETURNING users.id
             """,
             [photoID])
         return !rows.isEmpty
