@@ -124,7 +124,7 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "Redis", "Workers"]),
+        .testTarget(name: "QueueTests", dependencies: ["Queue", "Redis", "Workers", "TestSupport"]),
         .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "Postgres", "TestSupport", "carbscan"]),
     ],
     swiftLanguageModes: [.v6]

@@ -18,18 +18,6 @@ import Workers
     static let webp: [UInt8] = Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WEBPVP8 ".utf8) + Array(repeating: 2, count: 40)
     static let heic: [UInt8] = [0, 0, 0, 0x18] + Array("ftypheic".utf8) + Array(repeating: 3, count: 40)
 
-    func startWorker(_ api: TestAPI, model: OpenAIServer?) -> (Worker, Task<Void, any Error>, HTTPClient) {
-        let http = HTTPClient()
-        let services = WorkerServices(
-            redis: api.queue.redis, prefix: api.queue.options.prefix, catalog: api.queue.catalog, database: api.database, http: http,
-            settings: WorkerSettings(aiBaseURL: model?.baseURL, aiAPIKey: "sk-test"), logger: TestAPI.logger)
-        let worker = Worker(
-            queue: api.queue, registry: Handlers.registry(services: services),
-            options: WorkerOptions(queues: [("ai", 1)], concurrency: 4, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
-            logger: TestAPI.logger)
-        return (worker, Task { try await worker.run() }, http)
-    }
-
     func remaining(_ api: TestAPI, _ userID: String) async throws -> Int {
         try await api.database.query("SELECT remaining_scans FROM users WHERE id = $1", [userID])[0].decode(0)
     }
@@ -43,8 +31,7 @@ import Workers
         defer { model.stop() }
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
-            let (worker, task, http) = startWorker(api, model: model)
-            defer { http.shutdown() }
+            let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
             let response = try await client.call(.post, "analyze", token: account.accessToken, json: [
                 "imageBase64": Data(Self.jpeg).base64EncodedString(), "metadata": ["deviceModel": "iPhone 15 Pro", "lighting": "natural"],
             ])
@@ -131,8 +118,7 @@ import Workers
     @Test func withoutAnAIModelTheScanComesBack() async throws {
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
-            let (worker, task, http) = startWorker(api, model: nil)
-            defer { http.shutdown() }
+            let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiAPIKey: "sk-test"))
             let response = try await client.call(.post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
             worker.stop()
             try await task.value

@@ -148,16 +148,7 @@ import Workers
         try await TestAPI.run(environment: Self.environment) { api, client in
             let account = try await api.register(client)
             try await api.setTier(.essentials, userID: account.id)
-            let http = HTTPClient()
-            defer { http.shutdown() }
-            let services = WorkerServices(
-                redis: api.queue.redis, prefix: api.queue.options.prefix, catalog: api.queue.catalog, database: api.database, http: http,
-                settings: WorkerSettings(), logger: TestAPI.logger)
-            let worker = Worker(
-                queue: api.queue, registry: Handlers.registry(services: services),
-                options: WorkerOptions(queues: [("billing", 1)], concurrency: 2, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
-                logger: TestAPI.logger)
-            let task = Task { try await worker.run() }
+            let (worker, task) = api.startWorker(queue: "billing", concurrency: 2)
             let response = try await client.call(.post, "subscriptions/sync", token: account.accessToken)
             worker.stop()
             try await task.value

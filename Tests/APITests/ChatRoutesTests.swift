@@ -13,25 +13,12 @@ import Workers
         "followUpQuestions": ["What about a small banana?", "Are bananas good for diabetics?", "What fruits have fewer carbs?"],
     ]
 
-    func startWorker(_ api: TestAPI, model: OpenAIServer) -> (Worker, Task<Void, any Error>, HTTPClient) {
-        let http = HTTPClient()
-        let services = WorkerServices(
-            redis: api.queue.redis, prefix: api.queue.options.prefix, catalog: api.queue.catalog, database: api.database, http: http,
-            settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"), logger: TestAPI.logger)
-        let worker = Worker(
-            queue: api.queue, registry: Handlers.registry(services: services),
-            options: WorkerOptions(queues: [("ai", 1)], concurrency: 4, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
-            logger: TestAPI.logger)
-        return (worker, Task { try await worker.run() }, http)
-    }
-
     @Test func aChatMessageIsAnsweredInTheSeedsShape() async throws {
         let model = try await OpenAIServer.start(fallback: .json(Self.answer))
         defer { model.stop() }
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
-            let (worker, task, http) = startWorker(api, model: model)
-            defer { http.shutdown() }
+            let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
             let response = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "How many carbs are in a banana?"])
             worker.stop()
             try await task.value
@@ -58,8 +45,7 @@ import Workers
             #expect(accepted.status == 202)
             let jobID = try #require(accepted.data["jobId"].string)
             #expect(accepted.headers[.location] == "/api/mobile/v1/jobs/\(jobID)")
-            let (worker, task, http) = startWorker(api, model: model)
-            defer { http.shutdown() }
+            let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
             let job = try await client.call(.get, "jobs/\(jobID)?wait=15", token: account.accessToken)
             worker.stop()
             try await task.value

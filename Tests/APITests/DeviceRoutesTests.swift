@@ -15,25 +15,6 @@ import Workers
     static let iosToken = String(repeating: "0f9e", count: 16)
     static let androidToken = "fcm-" + String(repeating: "AbC_1:xyZ-", count: 14)
 
-    /// A worker in this process running the project's handlers on the API's Postgres and Redis.
-    static func startWorker(_ api: TestAPI) -> (Worker, Task<Void, any Error>) {
-        let http = HTTPClient(logger: TestAPI.logger)
-        let services = WorkerServices(
-            redis: api.queue.redis, prefix: api.queue.options.prefix, catalog: api.queue.catalog, database: api.database, http: http,
-            settings: WorkerSettings(), logger: TestAPI.logger)
-        let worker = Worker(
-            queue: api.queue, registry: Handlers.registry(services: services),
-            options: WorkerOptions(queues: [("default", 1)], concurrency: 4, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
-            logger: TestAPI.logger)
-        return (
-            worker,
-            Task {
-                defer { http.shutdown() }
-                try await worker.run()
-            }
-        )
-    }
-
     static func device(_ api: TestAPI, _ token: String) async throws -> Device? {
         try await Devices(api.database).find(token: token)
     }
@@ -47,7 +28,7 @@ import Workers
         try await TestAPI.run { api, client in
             let alice = try await api.register(client)
             let bob = try await api.register(client)
-            let (worker, task) = Self.startWorker(api)
+            let (worker, task) = api.startWorker(queue: "default")
             defer { worker.stop() }
             let registered = try await client.call(
                 .post, "devices/register", token: alice.accessToken,
@@ -83,7 +64,7 @@ import Workers
     @Test func unregisterRemovesTheRowAndAnUnknownTokenIsFine() async throws {
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
-            let (worker, task) = Self.startWorker(api)
+            let (worker, task) = api.startWorker(queue: "default")
             defer { worker.stop() }
             let registered = try await client.call(
                 .post, "devices/register", token: account.accessToken, json: ["deviceToken": Self.iosToken, "platform": "ios"])
@@ -167,7 +148,7 @@ import Workers
             #expect(waited.headers[.location] == "/api/mobile/v1/jobs/\(secondJob)")
             #expect(try await Self.count(api) == 0)
 
-            let (worker, task) = Self.startWorker(api)
+            let (worker, task) = api.startWorker(queue: "default")
             defer { worker.stop() }
             for (id, token) in [(jobID, Self.iosToken), (secondJob, Self.androidToken)] {
                 let done = try await client.call(.get, "jobs/\(id)?wait=10", token: account.accessToken)

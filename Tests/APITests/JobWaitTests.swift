@@ -4,15 +4,6 @@ import Testing
 import Workers
 
 @Suite struct JobWaitTests {
-    /// A worker in this process running the project's handlers (noop) until the returned task is cancelled.
-    func startWorker(_ api: TestAPI) -> (Worker, Task<Void, any Error>) {
-        let worker = Worker(
-            queue: api.queue, registry: Handlers.registry(redis: api.queue.redis),
-            options: WorkerOptions(queues: [("default", 1)], concurrency: 4, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
-            logger: TestAPI.logger)
-        return (worker, Task { try await worker.run() })
-    }
-
     func enqueueNoop(_ api: TestAPI, owner: String, payload: JSONValue) async throws -> JobID {
         try #require(try await api.queue.enqueue("noop", payload: payload, options: EnqueueOptions(owner: owner)).id)
     }
@@ -20,7 +11,7 @@ import Workers
     @Test func waitReturnsTheFinishedJob() async throws {
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
-            let (worker, task) = startWorker(api)
+            let (worker, task) = api.startWorker(queue: "default")
             defer { worker.stop() }
             let id = try await enqueueNoop(api, owner: account.id, payload: ["sleepMs": 300, "result": ["carbs": 42]])
             let waited = try await client.call(.get, "jobs/\(id.rawValue)?wait=10", token: account.accessToken)
@@ -72,7 +63,7 @@ import Workers
             #expect(parked)
             let subscribers = try await api.queue.redis.send(["PUBSUB", "NUMSUB", channel])
             #expect(subscribers.array?[1].int == 1)
-            let (worker, task) = startWorker(api)
+            let (worker, task) = api.startWorker(queue: "default")
             #expect(try await answers == Array(repeating: "succeeded", count: 6))
             worker.stop()
             try await task.value

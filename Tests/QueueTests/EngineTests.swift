@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Redis
+import TestSupport
 import Testing
 
 /// The queue engine's guarantees (DESIGN.md, 1–10), each against the real Redis.
@@ -68,7 +69,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue(.object(["fail": .string("retry")]))
-        #expect(try await env.eventually { try await env.status(id) == .failed })
+        #expect(try await eventually { try await env.status(id) == .failed })
         worker.stop()
         try await task.value
         let record = try #require(try await env.queue.record(id))
@@ -104,7 +105,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue(.object(["fail": .string("permanent")]))
-        #expect(try await env.eventually { try await env.status(id) == .failed })
+        #expect(try await eventually { try await env.status(id) == .failed })
         worker.stop()
         try await task.value
         let record = try #require(try await env.queue.record(id))
@@ -118,7 +119,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue(.object(["sleepMs": .string("soon")]))
-        #expect(try await env.eventually { try await env.status(id) == .failed })
+        #expect(try await eventually { try await env.status(id) == .failed })
         worker.stop()
         try await task.value
         let record = try #require(try await env.queue.record(id))
@@ -157,7 +158,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
-        #expect(try await env.eventually { try await env.status(id) == .failed })
+        #expect(try await eventually { try await env.status(id) == .failed })
         worker.stop()
         try await task.value
         let record = try #require(try await env.queue.record(id))
@@ -175,7 +176,7 @@ import Testing
         let queued = try #require(try await env.queue.record(id))
         #expect(queued.status == .queued)
         #expect(try await env.stats().scheduled == 1)
-        #expect(try await env.eventually { try await env.status(id) == .succeeded })
+        #expect(try await eventually { try await env.status(id) == .succeeded })
         worker.stop()
         try await task.value
         let record = try #require(try await env.queue.record(id))
@@ -194,7 +195,7 @@ import Testing
         let (worker, task) = env.startWorker(blockTimeout: .seconds(20))
         try await Task.sleep(for: .milliseconds(500))
         let id = try await env.enqueue()
-        #expect(try await env.eventually(timeout: .seconds(5)) { try await env.status(id) == .succeeded })
+        #expect(try await eventually(timeout: .seconds(5)) { try await env.status(id) == .succeeded })
         worker.stop()
         try await task.value
     }
@@ -263,7 +264,7 @@ import Testing
         let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
         let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
         #expect(
-            try await env.eventually {
+            try await eventually {
                 let a = try await env.status(long)
                 let b = try await env.status(short)
                 return a == .running && b == .running
@@ -287,7 +288,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let kept = try await env.enqueue()
-        #expect(try await env.eventually { try await env.status(kept) == .succeeded })
+        #expect(try await eventually { try await env.status(kept) == .succeeded })
         worker.stop()
         try await task.value
         let ttl = try await env.redis.send(["PTTL", env.queue.keys("default").job(kept)]).int ?? -1
@@ -299,7 +300,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let dropped = try await env.enqueue()
-        #expect(try await env.eventually { try await env.stats().succeededTotal == 1 })
+        #expect(try await eventually { try await env.stats().succeededTotal == 1 })
         worker.stop()
         try await task.value
         #expect(try await env.queue.record(dropped) == nil)
@@ -311,7 +312,7 @@ import Testing
         let (worker, task) = env.startWorker()
         var ids: [JobID] = []
         for _ in 0..<5 { ids.append(try await env.enqueue(.object(["fail": .string("permanent")]))) }
-        #expect(try await env.eventually { try await env.stats().failedTotal == 5 })
+        #expect(try await eventually { try await env.stats().failedTotal == 5 })
         worker.stop()
         try await task.value
         #expect(try await env.stats().dead == 3)
@@ -335,7 +336,7 @@ import Testing
         _ = try await env.enqueue(.object(["fail": .string("permanent")]))
         _ = try await env.enqueue(kind: "other")
         _ = try await env.enqueue(options: EnqueueOptions(delay: .seconds(60)))
-        #expect(try await env.eventually { try await env.stats().failedTotal == 1 })
+        #expect(try await eventually { try await env.stats().failedTotal == 1 })
         worker.stop()
         try await task.value
         let keys = (try await env.redis.send(["KEYS", "\(env.prefix):*"]).array ?? []).compactMap(\.string)
@@ -369,7 +370,7 @@ import Testing
         let (worker, task) = env.startWorker()
         let a = try await env.enqueue(.object(["fail": .string("permanent")]))
         let b = try await env.enqueue(.object(["fail": .string("permanent")]))
-        #expect(try await env.eventually { try await env.stats().dead == 2 })
+        #expect(try await eventually { try await env.stats().dead == 2 })
         worker.stop()
         try await task.value
         #expect(try await env.queue.retryNow(a) == "dead")

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Queue
+import TestSupport
 import Testing
 
 @Suite struct SchedulerTests {
@@ -23,7 +24,7 @@ import Testing
         let schedulers = (0..<3).map { _ in CronScheduler(queue: env.queue, logger: env.logger, now: clock) }
         let tasks = schedulers.map { scheduler in Task { try await scheduler.run() } }
         defer { for task in tasks { task.cancel() } }
-        #expect(try await env.eventually(timeout: .seconds(12)) { try await env.stats().queued >= 1 })
+        #expect(try await eventually(timeout: .seconds(12)) { try await env.stats().queued >= 1 })
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await env.stats().queued == 1)
         // Its record names the fire time: the minute boundary after the start.

@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Redis
+import TestSupport
 import Testing
 
 /// Real worker processes, killed and stopped the hard and the polite way.
@@ -38,7 +39,7 @@ import Testing
         #expect(ids.count == count)
 
         // Let the run get going, then kill -9 one worker mid-run.
-        #expect(try await eventually { try await redis.send(["LLEN", effects]).int ?? 0 >= count / 5 })
+        #expect(try await eventually(timeout: .seconds(30)) { try await redis.send(["LLEN", effects]).int ?? 0 >= count / 5 })
         let victim = workers[1]
         victim.signal(SIGKILL)
         _ = await victim.waitForExit(timeout: .seconds(5))
@@ -75,13 +76,13 @@ import Testing
         let workers = try (0..<2).map { _ in
             try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "5", "--grace", "2"], environment: environment)
         }
-        #expect(try await eventually { try await queue.consumers() == 2 })
+        #expect(try await eventually(timeout: .seconds(30)) { try await queue.consumers() == 2 })
         // 4 quick jobs finish within the grace period; 6 long ones cannot.
         let quick = JSONValue.object(["sleepMs": .int(1000)])
         let long = JSONValue.object(["sleepMs": .int(20_000)])
         let quickIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: quick, options: EnqueueOptions()), count: 4)).compactMap(\.id)
         let longIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: long, options: EnqueueOptions()), count: 6)).compactMap(\.id)
-        #expect(try await eventually { try await queue.defaultStats().running == 10 })
+        #expect(try await eventually(timeout: .seconds(30)) { try await queue.defaultStats().running == 10 })
         let stopped = ContinuousClock.now
         for worker in workers { worker.signal(SIGTERM) }
         for worker in workers { #expect(await worker.waitForExit(timeout: .seconds(15)) == 0) }
@@ -108,7 +109,7 @@ import Testing
         let worker = try CarbScanBinary.start(
             ["work", "--queues", "default"], environment: ["REDIS_URL": url, "CARBSCAN_JOBS_DIR": jobs.path, "CARBSCAN_PREFIX": "late"])
         defer { worker.signal(SIGKILL) }
-        #expect(try await eventually { worker.output.contains("redis unavailable, retrying") })
+        #expect(try await eventually(timeout: .seconds(30)) { worker.output.contains("redis unavailable, retrying") })
         #expect(worker.process.isRunning)
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
@@ -123,10 +124,10 @@ import Testing
         defer { redis.close() }
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: "late"))
         var id: JobID?
-        _ = try await eventually { id = try? await queue.enqueue("noop", payload: .object([:])).id; return id != nil }
+        _ = try await eventually(timeout: .seconds(30)) { id = try? await queue.enqueue("noop", payload: .object([:])).id; return id != nil }
         let jobID = try #require(id)
         // Both pooled connections must reconnect; one may still be in its backoff window, so errors count as "not yet".
-        #expect(try await eventually { (try? await queue.record(jobID))?.status == .succeeded })
+        #expect(try await eventually(timeout: .seconds(30)) { (try? await queue.record(jobID))?.status == .succeeded })
         worker.signal(SIGTERM)
         #expect(await worker.waitForExit(timeout: .seconds(10)) == 0)
     }

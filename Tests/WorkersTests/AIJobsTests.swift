@@ -45,7 +45,7 @@ import Workers
     }
 
     func finished(_ env: WorkerTestEnvironment, _ id: JobID) async throws -> JobRecord {
-        #expect(try await env.eventually(timeout: .seconds(30)) {
+        #expect(try await eventually(timeout: .seconds(30)) {
             let status = try await env.queue.record(id)?.status
             return status == .succeeded || status == .failed
         })
@@ -222,7 +222,7 @@ import Workers
                 ("chat", ["userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": .string("Q\(index)")],
                  EnqueueOptions())
             }).compactMap(\.id)
-            #expect(try await env.eventually(timeout: .seconds(30)) {
+            #expect(try await eventually(timeout: .seconds(30)) {
                 try await env.queue.stats().first { $0.queue == "ai" }?.succeededTotal == ids.count
             })
             for (worker, _) in [first, second] { worker.stop() }

@@ -1,5 +1,6 @@
 import Foundation
 import Queue
+import TestSupport
 import Testing
 import Workers
 
@@ -46,7 +47,7 @@ import Workers
     /// The job's record once it has succeeded or failed (dead).
     static func finished(_ env: WorkerTestEnvironment, _ id: JobID) async throws -> JobRecord {
         var record: JobRecord?
-        _ = try await env.eventually(timeout: .seconds(20)) {
+        _ = try await eventually(timeout: .seconds(20)) {
             record = try await env.queue.record(id)
             return record?.status == .succeeded || record?.status == .failed
         }
@@ -220,7 +221,7 @@ import Workers
             defer { worker.stop() }
             let id = try #require(try await queue.enqueue("login-webhook", payload: Self.payload()).id)
             var record: JobRecord?
-            let retried = try await env.eventually(timeout: .seconds(20)) {
+            let retried = try await eventually(timeout: .seconds(20)) {
                 record = try await queue.record(id)
                 return (record?.attempts ?? 0) >= 2
             }

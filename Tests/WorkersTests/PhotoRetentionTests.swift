@@ -32,7 +32,7 @@ import Workers
             let pending: Int64 = try await env.database.query("SELECT id FROM meal_photos ORDER BY id LIMIT 1 OFFSET 1")[0].decode("id")
             try await ScanReservations(env.database).insert(photoID: pending, userID: user)
 
-            let (worker, task) = env.startRetentionWorker(settings: WorkerSettings(photoRetention: .seconds(30 * 86_400)))
+            let (worker, task) = env.startWorker(settings: WorkerSettings(photoRetention: .seconds(30 * 86_400)), concurrency: 2)
             guard case .enqueued(let id) = try await env.queue.enqueue("photo-retention", payload: .object([:])) else {
                 Issue.record("not enqueued")
                 return
@@ -52,22 +52,6 @@ import Workers
             worker.stop()
             try await task.value
         }
-    }
-}
-
-extension WorkerTestEnvironment {
-    /// A worker with every handler plus photo-retention (registered here too, so this test does not depend on
-    /// `Handlers` listing it; registering a kind twice keeps the last).
-    func startRetentionWorker(settings: WorkerSettings) -> (Worker, Task<Void, any Error>) {
-        var registry = Handlers.registry(services: services(settings))
-        registry.register(PhotoRetentionJob(services: services(settings)))
-        let worker = Worker(
-            queue: queue, registry: registry,
-            options: WorkerOptions(
-                queues: queue.catalog.queues.map { ($0, 1) }, concurrency: 2, gracePeriod: .seconds(2), blockTimeout: .seconds(1),
-                promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200)),
-            logger: Self.logger)
-        return (worker, Task { try await worker.run() })
     }
 }
 

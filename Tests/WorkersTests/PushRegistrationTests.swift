@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Store
+import TestSupport
 import Testing
 import Workers
 
@@ -11,7 +12,7 @@ import Workers
     static func run(_ env: WorkerTestEnvironment, _ payload: JSONValue) async throws -> JobRecord {
         let id = try #require(try await env.queue.enqueue("push-registration", payload: payload).id)
         var record: JobRecord?
-        _ = try await env.eventually {
+        _ = try await eventually {
             record = try await env.queue.record(id)
             return record?.status == .succeeded || record?.status == .failed
         }

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Queue
 import Store
+import TestSupport
 import Testing
 import Workers
 
@@ -26,7 +27,7 @@ import Workers
             let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset) }
             let schedulers = (0..<3).map { _ in CronScheduler(queue: env.queue, logger: WorkerTestEnvironment.logger, now: clock) }
             let tasks = schedulers.map { scheduler in Task { try await scheduler.run() } }
-            #expect(try await env.eventually(timeout: .seconds(30)) { try await env.scanResetJobs().filter { $0.status == .succeeded }.count >= 2 })
+            #expect(try await eventually(timeout: .seconds(30)) { try await env.scanResetJobs().filter { $0.status == .succeeded }.count >= 2 })
             try await Task.sleep(for: .milliseconds(1500))
             for task in tasks { task.cancel() }
 
@@ -74,7 +75,7 @@ import Workers
             let offset = Self.date("2026-11-22T08:00:00Z").timeIntervalSinceNow
             let scheduler = CronScheduler(queue: env.queue, logger: WorkerTestEnvironment.logger, now: { Date().addingTimeInterval(offset) })
             let task = Task { try await scheduler.run() }
-            #expect(try await env.eventually(timeout: .seconds(20)) { try await env.scanResetJobs().contains { $0.status == .succeeded } })
+            #expect(try await eventually(timeout: .seconds(20)) { try await env.scanResetJobs().contains { $0.status == .succeeded } })
             task.cancel()
             let jobs = try await env.scanResetJobs()
             #expect(jobs.count == 1)
@@ -123,7 +124,7 @@ import Workers
                     Issue.record("not enqueued")
                     continue
                 }
-                #expect(try await env.eventually { try await env.queue.record(id)?.status == .failed })
+                #expect(try await eventually { try await env.queue.record(id)?.status == .failed })
                 #expect(try await env.queue.record(id)?.error?.contains("is not a") == true)
             }
             #expect(try await env.quota(user).0 == 0)
@@ -143,7 +144,7 @@ import Workers
             let outcome = try await env.database.transaction { tx in
                 try await tx.execute("SELECT id FROM users WHERE id = $1 FOR UPDATE", [locked])
                 let reset = Task { try await ScanResets(env.database).reset(tier: .free, periodStart: start, nextReset: next, batchSize: 2) }
-                #expect(try await env.eventually {
+                #expect(try await eventually {
                     try await env.database.query("SELECT count(*) AS n FROM users WHERE remaining_scans = 3")[0].decode("n") == 6
                 })
                 #expect(try await env.quota(locked).0 == 0)

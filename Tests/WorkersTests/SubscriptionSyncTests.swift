@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Queue
 import Store
+import TestSupport
 import Testing
 import Workers
 
@@ -36,7 +37,7 @@ import Workers
     static func sync(_ env: WorkerTestEnvironment, _ payload: JSONValue) async throws -> JobRecord {
         let id = try #require(try await env.queue.enqueue("subscription-sync", payload: payload).id)
         var record: JobRecord?
-        _ = try await env.eventually(timeout: .seconds(30)) {
+        _ = try await eventually(timeout: .seconds(30)) {
             record = try await env.queue.record(id)
             return record?.status == .succeeded || record?.status == .failed
         }
@@ -198,7 +199,7 @@ import Workers
             let id = try #require(
                 try await env.queue.enqueue("subscription-sync", payload: ["source": "webhook", "subscriptionId": "sub_busy"]).id)
             var record: JobRecord?
-            let retrying = try await env.eventually {
+            let retrying = try await eventually {
                 record = try await env.queue.record(id)
                 return record?.status == .retrying
             }
@@ -241,7 +242,7 @@ import Workers
             let record = try await Self.sync(env, ["source": "reconciliation"])
             #expect(record.status == .succeeded, "\(record.error ?? "")")
             #expect(try JSONValue(parsing: try #require(record.result))["enqueued"] == 3)
-            let synced = try await env.eventually(timeout: .seconds(30)) {
+            let synced = try await eventually(timeout: .seconds(30)) {
                 let tiers = try await [essentials, pro, lapsed].asyncMap { try await Self.stored(env, $0.id).tier }
                 return tiers == ["essentials", "pro", "free"]
             }

@@ -5,10 +5,12 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import OutboundHTTP
 import Postgres
 import Queue
 import Redis
 import Store
+import Workers
 
 /// The API on the real Postgres and Redis, isolated per test: a fresh schema (migrated) in `carbscan_test`, a
 /// Redis key prefix of its own, and a local JWKS server standing in for Apple and Clerk.
@@ -130,6 +132,26 @@ struct TestAPI: Sendable {
         return Account(
             id: data["user"]["id"].string ?? "", email: email, accessToken: data["accessToken"].string ?? "",
             refreshToken: data["refreshToken"].string ?? "")
+    }
+
+    /// A worker in this process running every handler on the API's Postgres and Redis, serving `queue` until it is
+    /// stopped; its HTTP client (for `settings`' providers) closes when the task ends.
+    func startWorker(queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4) -> (Worker, Task<Void, any Error>) {
+        let http = HTTPClient(logger: TestAPI.logger)
+        let services = WorkerServices(
+            redis: queue.redis, prefix: queue.options.prefix, catalog: queue.catalog, database: database, http: http,
+            settings: settings, logger: TestAPI.logger)
+        let worker = Worker(
+            queue: queue, registry: Handlers.registry(services: services),
+            options: WorkerOptions(queues: [(name, 1)], concurrency: concurrency, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
+            logger: TestAPI.logger)
+        return (
+            worker,
+            Task {
+                defer { http.shutdown() }
+                try await worker.run()
+            }
+        )
     }
 
     /// Sets a user's tier directly in the store (subscriptions come from the provider in a later issue).

@@ -57,16 +57,6 @@ struct TestEnvironment {
         return (worker, Task { try await worker.run() })
     }
 
-    /// Polls `condition` until it holds or `timeout` passes.
-    func eventually(timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
-
     func status(_ id: JobID) async throws -> JobStatus? { try await queue.record(id)?.status }
 
     func stats(_ queueName: String = "default") async throws -> JobQueue.QueueStats {

@@ -117,16 +117,6 @@ struct RunningProcess {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    return try await condition()
-}
-
 /// Deletes every key under `prefix`.
 func removeKeys(prefix: String, redis: RedisClient) async {
     _ = try? await redis.unlinkKeys(matching: "\(prefix):*")

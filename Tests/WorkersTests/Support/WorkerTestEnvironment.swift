@@ -5,6 +5,7 @@ import Postgres
 import Queue
 import Redis
 import Store
+import TestSupport
 import Workers
 
 /// The real Postgres (a fresh migrated schema in `carbscan_test`) and Redis (a key prefix of its own) for one
@@ -78,16 +79,6 @@ struct WorkerTestEnvironment: Sendable {
                 blockTimeout: .seconds(1), promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200)),
             logger: Self.logger)
         return (worker, Task { try await worker.run() })
-    }
-
-    /// Polls `condition` until it holds or `timeout` passes.
-    func eventually(timeout: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
     }
 
     /// Creates a user directly in the store.
