@@ -23,7 +23,9 @@ enum JobAnswer {
         succeeded: (JobRecord) async throws -> Response
     ) async throws -> Response {
         let preferAsync = request.headers[values: .prefer].contains { $0.lowercased().contains("respond-async") }
+        var status: String?
         if !preferAsync, let record = try await waiter.wait(for: id, timeout: settings.syncWait) {
+            status = record.status.rawValue
             switch record.status {
             case .succeeded:
                 return try await succeeded(record)
@@ -37,8 +39,9 @@ enum JobAnswer {
         }
         var headers = HTTPFields()
         headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)"
-        let status = try await waiter.currentStatus(id) ?? "queued"
-        return try Envelope.success(Accepted(jobId: id.rawValue, status: status), status: .accepted, headers: headers)
+        // The wait's last read says where the job stands; only an immediate 202 needs a read of its own.
+        if status == nil { status = try await waiter.currentStatus(id) }
+        return try Envelope.success(Accepted(jobId: id.rawValue, status: status ?? "queued"), status: .accepted, headers: headers)
     }
 }
 
