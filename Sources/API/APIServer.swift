@@ -32,7 +32,17 @@ public struct APIDependencies: Sendable {
         self.database = database
         self.redis = redis
         self.queue = queue
-        self.waiter = JobWaiter(queue: queue, logger: logger)
+        self.waiter = JobWaiter(queue: queue, sessions: accounts.sessions, logger: logger)
+        // Revocations reach the other API processes' caches through the waiter's subscription.
+        let channel = JobWaiter.sessionChannel(prefix: queue.options.prefix)
+        accounts.sessions.setPublisher { [redis] message in
+            do {
+                _ = try await redis.send(["PUBLISH", channel, message])
+            } catch {
+                logger.warning("could not publish a sign-in revocation; other processes drop it within the session cache's TTL",
+                    metadata: ["error": "\(error)"])
+            }
+        }
         self.accounts = accounts
         self.throttle = throttle
         self.loginWebhookConfigured = loginWebhookConfigured

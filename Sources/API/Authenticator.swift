@@ -11,24 +11,37 @@ struct Caller: Sendable {
     var sessionID: UUID?
 }
 
+/// Who calls, without their account: the user id and, for our own tokens, the sign-in.
+struct Principal: Sendable {
+    var userID: String
+    var sessionID: UUID?
+}
+
 /// Reads `Authorization: Bearer …`. Missing or bad tokens are 401 `UNAUTHORIZED`; an expired one is 401
 /// `TOKEN_EXPIRED`, so the app knows to call `auth/refresh` (seed 000: refresh on 401).
 struct Authenticator: Sendable {
     let accounts: AccountService
 
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive, surrounding blanks ignored). Read
+    /// byte by byte: it runs on every authenticated request.
     static func bearer(_ request: Request) -> String? {
         guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        let bytes = header.utf8
+        let scheme = "bearer".utf8
+        guard bytes.count > scheme.count, bytes.prefix(scheme.count).elementsEqual(scheme, by: { $0 | 0x20 == $1 }) else { return nil }
+        func blank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let rest = bytes.dropFirst(scheme.count)
+        guard let first = rest.first, blank(first) else { return nil }
+        var token = rest.drop(while: blank)
+        while let last = token.last, blank(last) { token = token.dropLast() }
+        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
     }
 
-    /// The caller, who must have an account.
+    /// The caller, who must have an account, as the database has it now.
     func caller(_ request: Request) async throws -> Caller {
         switch try await identify(request) {
         case .account(let caller): return caller
-        case .unlinked: throw APIError(.notFound, "NOT_FOUND", "User not found: create the account with POST /users/me first")
+        case .unlinked: throw Self.unlinked
         }
     }
 
@@ -50,6 +63,26 @@ struct Authenticator: Sendable {
         } catch AccountError.invalidIdentityToken(let error) {
             throw Self.refusal(error)
         }
+    }
+
+    /// Who calls, for routes that need nothing of the account but its id: a token verified moments ago
+    /// (`SessionCache`) costs no database read.
+    func principal(_ request: Request) async throws -> Principal {
+        guard let token = Self.bearer(request) else { throw APIError.unauthorized }
+        do {
+            if let identity = try await accounts.verifyExternal(token) {
+                guard let user = try await accounts.linkedUser(for: identity) else { throw Self.unlinked }
+                return Principal(userID: user.id, sessionID: nil)
+            }
+            let (userID, session) = try await accounts.principal(accessToken: token)
+            return Principal(userID: userID, sessionID: session)
+        } catch AccountError.invalidIdentityToken(let error) {
+            throw Self.refusal(error)
+        }
+    }
+
+    static var unlinked: APIError {
+        APIError(.notFound, "NOT_FOUND", "User not found: create the account with POST /users/me first")
     }
 
     static func refusal(_ error: TokenError) -> APIError {

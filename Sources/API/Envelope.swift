@@ -27,32 +27,20 @@ enum Envelope {
         var meta: Meta
     }
 
-    /// One encoder for every response (its configuration never changes after this).
-    static let shared = encoder()
-
-    static func encoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(Timestamp.format(date))
-        }
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
-
     static func success<Data: Encodable>(_ data: Data, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
-        let body = try shared.encode(Success(data: data, meta: Meta(timestamp: Date())))
+        let body = try StreamingJSONEncoder().encode(Success(data: data, meta: Meta(timestamp: Date())))
         return response(status: status, body: body, headers: headers)
     }
 
     static func failure(_ error: APIError) -> Response {
         let payload = Failure(error: .init(code: error.code, message: error.message, details: error.details), meta: Meta(timestamp: Date()))
         // Encoding strings and JSON values cannot fail; a fixed body keeps even that impossible case an envelope.
-        let body = (try? shared.encode(payload)) ?? Data(#"{"success":false,"error":{"code":"SERVER_ERROR","message":"Internal server error"}}"#.utf8)
+        let body = (try? StreamingJSONEncoder().encode(payload))
+            ?? Array(#"{"success":false,"error":{"code":"SERVER_ERROR","message":"Internal server error"}}"#.utf8)
         return response(status: error.status, body: body, headers: error.headers)
     }
 
-    static func response(status: HTTPResponse.Status, body: Data, headers: HTTPFields) -> Response {
+    static func response(status: HTTPResponse.Status, body: [UInt8], headers: HTTPFields) -> Response {
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))

@@ -38,19 +38,19 @@ enum JSONBody {
             guard emptyIsObject else { throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object") }
             data = Data("{}".utf8)
         }
-        let decoder = Self.decoder
         do {
-            if let allowedKeys {
-                let keys = try decoder.decode(TopLevelKeys.self, from: data).keys
-                if let unknown = keys.sorted().first(where: { !allowedKeys.contains($0) }) {
-                    throw APIError.validation(unknown, "unknown field '\(unknown)'")
-                }
-            }
-            return try decoder.decode(T.self, from: data)
+            guard let allowedKeys else { return try Self.decoder.decode(T.self, from: data) }
+            // One parse: the wrapper checks the member names, then decodes `T` from the same decoder. The keys
+            // travel in a task local: a decoder of its own per request (for `userInfo`) cost more than the parse.
+            return try Self.$allowedKeys.withValue(allowedKeys) { try Self.decoder.decode(KeyChecked<T>.self, from: data).value }
         } catch let error as DecodingError {
             throw refusal(error)
+        } catch let error as UnknownField {
+            throw APIError.validation(error.name, "unknown field '\(error.name)'")
         }
     }
+
+    @TaskLocal private static var allowedKeys: Set<String>?
 
     private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
@@ -65,17 +65,28 @@ enum JSONBody {
         return decoder
     }()
 
-    /// The member names of a JSON object; anything else is a type mismatch at the root.
-    private struct TopLevelKeys: Decodable {
+    private struct UnknownField: Error {
+        var name: String
+    }
+
+    /// `T`, after refusing member names outside `JSONBody.allowedKeys` (the first in sorted order is named);
+    /// anything but an object is a type mismatch at the root.
+    private struct KeyChecked<T: Decodable>: Decodable {
         struct Key: CodingKey {
             var stringValue: String
             var intValue: Int? { nil }
             init(stringValue: String) { self.stringValue = stringValue }
             init?(intValue: Int) { nil }
         }
-        let keys: [String]
+
+        let value: T
+
         init(from decoder: any Decoder) throws {
-            keys = try decoder.container(keyedBy: Key.self).allKeys.map(\.stringValue)
+            if let allowed = JSONBody.allowedKeys {
+                let keys = try decoder.container(keyedBy: Key.self).allKeys.map(\.stringValue)
+                if let unknown = keys.sorted().first(where: { !allowed.contains($0) }) { throw UnknownField(name: unknown) }
+            }
+            value = try T(from: decoder)
         }
     }
 

@@ -1,3 +1,4 @@
+import Accounts
 import Foundation
 import Logging
 import Queue
@@ -9,19 +10,25 @@ import Synchronization
 /// `POST /chat`), fed by ONE pub/sub subscription per API process to every queue's completion channel — not one
 /// Redis connection per waiting request. A waiter also re-reads the job every second, so an event lost while
 /// the subscription reconnects costs at most that second.
+///
+/// The same subscription carries sign-in revocations to the process's `SessionCache` (channel
+/// `<prefix>:sessions`); the cache is emptied whenever the subscription is (re)made, since messages sent while
+/// it was down are lost.
 public final class JobWaiter: Service, Sendable {
     private struct State {
         var waiters: [String: [UUID: CheckedContinuation<Void, Never>]] = [:]
     }
 
     private let queue: JobQueue
+    private let sessions: SessionCache?
     private let logger: Logger
     private let state = Mutex(State())
     /// A quiet subscription is renewed this often: the only way to stop a pub/sub read in time at shutdown.
     private let idleRenewal: Duration
 
-    public init(queue: JobQueue, logger: Logger, idleRenewal: Duration = .seconds(2)) {
+    public init(queue: JobQueue, sessions: SessionCache? = nil, logger: Logger, idleRenewal: Duration = .seconds(2)) {
         self.queue = queue
+        self.sessions = sessions
         self.logger = logger
         self.idleRenewal = idleRenewal
     }
@@ -46,7 +53,8 @@ public final class JobWaiter: Service, Sendable {
 
     /// Subscribes to every queue's completion channel and wakes the waiters of each finished job, until shutdown.
     public func run() async throws {
-        let channels = queue.catalog.queues.map { queue.keys($0).events }
+        let sessionChannel = Self.sessionChannel(prefix: queue.options.prefix)
+        let channels = queue.catalog.queues.map { queue.keys($0).events } + (sessions == nil ? [] : [sessionChannel])
         await withGracefulShutdownHandler {
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 let connection = queue.redis.blockingConnection(name: "job-events")
@@ -54,11 +62,15 @@ public final class JobWaiter: Service, Sendable {
                     _ = try await connection.send(["SUBSCRIBE"] + channels, blockFor: .seconds(1))
                     // One confirmation per channel; the first came back with SUBSCRIBE.
                     for _ in 1..<channels.count { _ = try await connection.receive(timeout: .seconds(5)) }
+                    sessions?.forgetAll()
                     while !Task.isCancelled && !Task.isShuttingDownGracefully {
                         let message = try await connection.receive(timeout: idleRenewal)
-                        if case .array(let parts) = message, parts.count == 3, parts[0].string == "message",
-                            let text = parts[2].string, let id = text.split(separator: " ").first
-                        {
+                        guard case .array(let parts) = message, parts.count == 3, parts[0].string == "message",
+                            let channel = parts[1].string, let text = parts[2].string
+                        else { continue }
+                        if channel == sessionChannel {
+                            sessions?.forget(message: text)
+                        } else if let id = text.split(separator: " ").first {
                             notify(String(id))
                         }
                     }
@@ -73,6 +85,9 @@ public final class JobWaiter: Service, Sendable {
         } onGracefulShutdown: {}
         wakeEveryone()
     }
+
+    /// Where revocations of cached sign-ins are published.
+    public static func sessionChannel(prefix: String) -> String { "\(prefix):sessions" }
 
     private func notify(_ id: String) {
         let waiting = state.withLock { $0.waiters.removeValue(forKey: id) }

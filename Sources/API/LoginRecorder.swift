@@ -15,7 +15,7 @@ struct LoginRecorder: Sendable {
     let logger: Logger
 
     func record(_ event: SignInEvent, kind: String, ip: String?) async {
-        let eventID = UUID()
+        let eventID = UUID.randomV4()
         do {
             try await LoginEvents(database).record(eventID: eventID, userID: event.userID, kind: kind, provider: event.provider, ip: ip)
         } catch {

@@ -49,6 +49,8 @@ public struct AccountService: Sendable {
     public let accessTokens: AccessTokens
     public let apple: IdentityVerifier?
     public let extraIssuers: [IdentityVerifier]
+    /// Recently verified access tokens (see `SessionCache`); the API wires its revocation messages to Redis.
+    public let sessions: SessionCache
     let hasher: PasswordHasher
     let logger: Logger
 
@@ -61,6 +63,7 @@ public struct AccountService: Sendable {
         self.accessTokens = accessTokens
         self.apple = apple
         self.extraIssuers = extraIssuers
+        self.sessions = SessionCache(ttl: configuration.sessionCacheTTL)
         self.hasher = PasswordHasher(cost: configuration.bcryptCost)
         self.logger = logger
     }
@@ -237,6 +240,7 @@ public struct AccountService: Sendable {
         if record.revokedAt != nil { throw AccountError.invalidRefreshToken(reason: "it was revoked") }
         if record.replacedAt != nil {
             try await tokens.revokeFamily(record.familyID, reason: "reuse")
+            await sessions.revoked(session: record.familyID)
             logger.warning("refresh token reused: family revoked", metadata: ["user": "\(record.userID)"])
             throw AccountError.invalidRefreshToken(reason: "it was already used")
         }
@@ -258,18 +262,37 @@ public struct AccountService: Sendable {
     public func revoke(refreshToken: String) async throws -> String? {
         guard let record = try await RefreshTokens(database).find(tokenHash: Self.hash(refreshToken)) else { return nil }
         try await RefreshTokens(database).revokeFamily(record.familyID, reason: "logout")
+        await sessions.revoked(session: record.familyID)
         return record.userID
     }
 
     /// Revokes a sign-in by its id (the `sid` of an access token).
     public func revoke(sessionID: UUID) async throws {
         try await RefreshTokens(database).revokeFamily(sessionID, reason: "logout")
+        await sessions.revoked(session: sessionID)
     }
 
     // MARK: The account
 
-    /// Checks an access token and that its sign-in is still live and its user still exists, in one query.
+    /// Who an access token stands for: from the session cache when this process verified it moments ago, else
+    /// checked in full (`authenticate`).
+    public func principal(accessToken: String) async throws -> (userID: String, sessionID: UUID) {
+        if let cached = sessions.lookup(accessToken) { return cached }
+        let (user, session) = try await authenticate(accessToken: accessToken)
+        return (user.id, session)
+    }
+
+    /// The account of an access token, read from the database with the check that its sign-in is still live. A
+    /// token the session cache vouches for skips the signature and claims; any other is checked in full.
     public func authenticate(accessToken: String) async throws -> (User, sessionID: UUID) {
+        if let (userID, session) = sessions.lookup(accessToken) {
+            // The same one query as a full check, so a sign-out is seen here even before its message arrives.
+            guard let user = try await Users(database).find(id: userID, liveSession: session) else {
+                throw AccountError.invalidIdentityToken(TokenError(.invalid, "session was signed out"))
+            }
+            return (user, session)
+        }
+        let generation = sessions.generation
         let claims: AccessClaims
         do {
             claims = try await accessTokens.verify(accessToken)
@@ -280,6 +303,7 @@ public struct AccountService: Sendable {
         guard let user = try await Users(database).find(id: claims.sub.value, liveSession: session) else {
             throw AccountError.invalidIdentityToken(TokenError(.invalid, "session was signed out"))
         }
+        sessions.store(accessToken, userID: user.id, session: session, tokenExpiry: claims.exp.value, generation: generation)
         return (user, session)
     }
 
@@ -288,5 +312,6 @@ public struct AccountService: Sendable {
         try await database.transaction { tx in
             guard try await Users(tx).delete(id: userID) else { throw AccountError.userNotFound }
         }
+        await sessions.removed(userID: userID)
     }
 }

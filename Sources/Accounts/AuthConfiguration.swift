@@ -14,6 +14,9 @@ public struct AuthConfiguration: Sendable {
     public var bcryptCost: Int
     /// A token with an unknown key id refetches the issuer's JWKS at most this often.
     public var jwksMinimumRefetchInterval: Duration = .seconds(10)
+    /// How long a verified access token is trusted without asking the database again (`SessionCache`); zero
+    /// checks every request.
+    public var sessionCacheTTL: Duration = .seconds(5)
 
     public init(
         jwtSecret: [UInt8], usesEphemeralSecret: Bool = false, accessTokenLifetime: Duration = .seconds(30 * 86_400),
@@ -32,7 +35,7 @@ public struct AuthConfiguration: Sendable {
     /// `JWT_SECRET` (at least 32 bytes; required when `CARBSCAN_ENV=production`), `ACCESS_TOKEN_TTL` /
     /// `REFRESH_TOKEN_TTL` (seconds), `APPLE_CLIENT_ID` (comma-separated bundle/service ids), `APPLE_JWKS_URL`,
     /// `APPLE_ISSUER`, `OIDC_ISSUERS` (comma-separated `issuer` or `issuer=jwksURL`), `OIDC_AUDIENCE`,
-    /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`.
+    /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`, `SESSION_CACHE_SECONDS` (0 turns the cache off).
     public static func fromEnvironment(_ environment: [String: String]) throws(AuthConfigurationError) -> AuthConfiguration {
         func value(_ name: String) -> String? {
             guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
@@ -92,6 +95,12 @@ public struct AuthConfiguration: Sendable {
                 throw AuthConfigurationError("JWKS_MIN_REFETCH_SECONDS must be a number of seconds from 0 to 86400")
             }
             configuration.jwksMinimumRefetchInterval = .milliseconds(Int(seconds * 1000))
+        }
+        if let text = value("SESSION_CACHE_SECONDS") {
+            guard let seconds = Double(text), (0...300).contains(seconds) else {
+                throw AuthConfigurationError("SESSION_CACHE_SECONDS must be a number of seconds from 0 to 300")
+            }
+            configuration.sessionCacheTTL = .milliseconds(Int(seconds * 1000))
         }
         return configuration
     }

@@ -1,12 +1,13 @@
 /// The rows a statement returned, copied out of libpq's result (so they outlive it and cross threads).
 public struct PostgresRows: Sendable, RandomAccessCollection {
     /// Column metadata and every cell, row-major, shared by the rows.
+    @usableFromInline
     final class Storage: Sendable {
-        let columns: [String]
-        let types: [UInt32]
+        @usableFromInline let columns: [String]
+        @usableFromInline let types: [UInt32]
         /// The first column of each name (a query may repeat names; `decode(_ column: String)` takes the first).
-        let indexByName: [String: Int]
-        let cells: [String?]
+        @usableFromInline let indexByName: [String: Int]
+        @usableFromInline let cells: [String?]
         let count: Int
 
         init(columns: [String], types: [UInt32], cells: [String?], count: Int) {
@@ -41,37 +42,53 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 }
 
 /// One result row; read its columns with `decode`.
+///
+/// The decoders are inlinable so that a caller's `decode` is specialized for its type: generic calls across the
+/// module boundary cost a metadata lookup per cell, which showed on a page of meals.
 public struct PostgresRow: Sendable {
-    let storage: PostgresRows.Storage
-    let row: Int
+    @usableFromInline let storage: PostgresRows.Storage
+    @usableFromInline let row: Int
 
     public var columns: [String] { storage.columns }
 
     /// Decodes the column named `column`. NULL decodes into an `Optional` only; otherwise it is a `.decoding` error.
+    @inlinable
     public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(PostgresError) -> T {
-        guard let index = storage.indexByName[column] else {
-            throw PostgresError(.decoding, "no column '\(column)' in the result (columns: \(storage.columns.joined(separator: ", ")))")
-        }
+        guard let index = storage.indexByName[column] else { throw missingColumn(column) }
         return try decode(index, as: type)
     }
 
     /// Decodes the column at `index` (0-based).
+    @inlinable
     public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws(PostgresError) -> T {
-        guard storage.columns.indices.contains(index) else {
-            throw PostgresError(.decoding, "no column \(index) in the result (it has \(storage.columns.count))")
-        }
-        let name = storage.columns[index]
+        guard storage.columns.indices.contains(index) else { throw missingColumn(index) }
         guard let text = storage.cells[row * storage.columns.count + index] else {
-            guard let null = T.postgresNull else {
-                throw PostgresError(.decoding, "column '\(name)' is NULL; decode it as \(T.self)? to accept NULL")
-            }
+            guard let null = T.postgresNull else { throw unexpectedNull(index, T.self) }
             return null
         }
-        guard let value = T(postgresText: text, type: storage.types[index]) else {
-            let shown = text.count > 40 ? text.prefix(40) + "…" : text[...]
-            throw PostgresError(.decoding, "column '\(name)': cannot decode '\(shown)' as \(T.self)")
-        }
+        guard let value = T(postgresText: text, type: storage.types[index]) else { throw undecodable(index, text, T.self) }
         return value
+    }
+
+    @usableFromInline
+    func missingColumn(_ column: String) -> PostgresError {
+        PostgresError(.decoding, "no column '\(column)' in the result (columns: \(storage.columns.joined(separator: ", ")))")
+    }
+
+    @usableFromInline
+    func missingColumn(_ index: Int) -> PostgresError {
+        PostgresError(.decoding, "no column \(index) in the result (it has \(storage.columns.count))")
+    }
+
+    @usableFromInline
+    func unexpectedNull(_ index: Int, _ type: Any.Type) -> PostgresError {
+        PostgresError(.decoding, "column '\(storage.columns[index])' is NULL; decode it as \(type)? to accept NULL")
+    }
+
+    @usableFromInline
+    func undecodable(_ index: Int, _ text: String, _ type: Any.Type) -> PostgresError {
+        let shown = text.count > 40 ? text.prefix(40) + "…" : text[...]
+        return PostgresError(.decoding, "column '\(storage.columns[index])': cannot decode '\(shown)' as \(type)")
     }
 
     /// True when the column at `index` is SQL NULL.

@@ -133,10 +133,12 @@ enum PostgresTimestamp {
             return value
         }
 
-        mutating func skip(_ literal: String) -> Bool {
-            let utf8 = Array(literal.utf8)
-            guard bytes.count - index >= utf8.count, Array(bytes[index..<index + utf8.count]) == utf8 else { return false }
-            index += utf8.count
+        /// Compares in place: this runs several times per timestamp cell, so no copies.
+        mutating func skip(_ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard bytes.count - index >= count else { return false }
+            for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] { return false }
+            index += count
             return true
         }
 

@@ -1,7 +1,9 @@
 import Accounts
 import Foundation
+import HummingbirdTesting
 import JWTKit
 import Testing
+import TestSupport
 
 @Suite struct SessionTests {
     @Test func refreshRotatesAndTheOldTokenStopsWorking() async throws {
@@ -178,5 +180,63 @@ extension Data {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64.append("=") }
         self = Data(base64Encoded: base64) ?? Data()
+    }
+}
+
+/// The session cache of each API process: a sign-out or an account deletion in one process reaches the others
+/// through Redis long before their cache entries would expire.
+@Suite struct SessionCacheTests {
+    /// `jobs/{id}` needs only who calls: with a cached token it reads nothing from Postgres, so only the cache's
+    /// invalidation can refuse it (404 for an unknown job means the token was accepted).
+    static func accepted(_ client: any TestClientProtocol, _ token: String) async throws -> Bool {
+        let status = try await client.call(.get, "jobs/\(UUID().uuidString.lowercased())", token: token).status
+        #expect(status == 404 || status == 401)
+        return status == 404
+    }
+
+    @Test func aSignOutInOneProcessReachesTheOthers() async throws {
+        try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "300"]) { api, client in
+            let account = try await api.register(client)
+            try await api.otherProcess { (other: any TestClientProtocol) async throws in
+                #expect(try await Self.accepted(other, account.accessToken))
+                #expect(try await client.call(.post, "auth/revoke", token: account.accessToken).status == 200)
+                #expect(try await !Self.accepted(client, account.accessToken), "the revoking process forgets at once")
+                #expect(try await eventually(timeout: .seconds(5)) { try await !Self.accepted(other, account.accessToken) })
+            }
+        }
+    }
+
+    @Test func anAccountDeletedInOneProcessIsGoneInTheOthers() async throws {
+        try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "300"]) { api, client in
+            let account = try await api.register(client)
+            try await api.otherProcess { (other: any TestClientProtocol) async throws in
+                #expect(try await Self.accepted(other, account.accessToken))
+                #expect(try await client.call(.delete, "users/me", token: account.accessToken).status == 200)
+                #expect(try await eventually(timeout: .seconds(5)) { try await !Self.accepted(other, account.accessToken) })
+            }
+        }
+    }
+
+    /// Routes that read the account check the sign-in in the same query, so they refuse a revoked token even in a
+    /// process whose cache still holds it (here: no message can arrive, the cache is the other process's).
+    @Test func routesThatReadTheAccountNeverServeARevokedSession() async throws {
+        try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "300"]) { api, client in
+            let account = try await api.register(client)
+            #expect(try await client.call(.get, "auth/me", token: account.accessToken).status == 200)
+            // Revoked behind the API's back: only the database knows.
+            try await api.database.execute("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = $1", [account.id])
+            #expect(try await client.call(.get, "auth/me", token: account.accessToken).status == 401)
+            #expect(try await client.call(.get, "meals", token: account.accessToken).status == 401)
+        }
+    }
+
+    @Test func zeroTurnsTheCacheOff() async throws {
+        try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "0"]) { api, client in
+            let account = try await api.register(client)
+            #expect(try await Self.accepted(client, account.accessToken))
+            try await api.database.execute("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = $1", [account.id])
+            #expect(try await !Self.accepted(client, account.accessToken))
+            #expect(api.dependencies.accounts.sessions.count == 0)
+        }
     }
 }

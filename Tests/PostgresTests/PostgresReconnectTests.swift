@@ -133,14 +133,14 @@ import Testing
         var configuration = try TestDatabase.configuration(poolSize: 1)
         configuration.port = 1
         // A window long enough that three quick calls land in it even on a loaded machine.
-        configuration.reconnectBase = .seconds(2)
+        configuration.reconnectBase = .seconds(4)
         let db = PostgresClient(configuration: configuration, logger: logs.logger(level: .warning))
         defer { db.shutdown() }
         for _ in 0..<3 {
             await #expect(throws: PostgresError.self) { try await db.query("SELECT 1") }
         }
         #expect(logs.all.filter { $0.contains("unreachable") }.count == 1)
-        try await Task.sleep(for: .milliseconds(2200))
+        try await Task.sleep(for: .milliseconds(4200))
         await #expect(throws: PostgresError.self) { try await db.query("SELECT 1") }
         #expect(logs.all.filter { $0.contains("unreachable") }.count == 2)
     }

@@ -144,9 +144,9 @@ struct AuthRoutes {
         if let token = try Field.text(body.refreshToken, "refreshToken", max: 512) {
             userID = try await accounts.revoke(refreshToken: token)
         } else if Authenticator.bearer(request) != nil {
-            let caller = try await authenticator.caller(request)
+            let caller = try await authenticator.principal(request)
             if let session = caller.sessionID { try await accounts.revoke(sessionID: session) }
-            userID = caller.user.id
+            userID = caller.userID
         } else {
             throw APIError.validation("refreshToken", "send the refresh token, or the access token as a Bearer header")
         }

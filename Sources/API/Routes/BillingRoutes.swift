@@ -83,14 +83,14 @@ struct BillingRoutes {
     }
 
     func sync(_ request: Request, _ context: APIContext) async throws -> Response {
-        let caller = try await authenticator.caller(request)
-        var payload: [String: JSONValue] = ["source": "app", "userId": .string(caller.user.id)]
-        if let subscriptionID = try await Subscriptions(database).subscriptionID(userID: caller.user.id) {
+        let caller = try await authenticator.principal(request)
+        var payload: [String: JSONValue] = ["source": "app", "userId": .string(caller.userID)]
+        if let subscriptionID = try await Subscriptions(database).subscriptionID(userID: caller.userID) {
             payload["subscriptionId"] = .string(subscriptionID)
         }
         guard
             let id = try await queue.enqueue(
-                SubscriptionSync.kind, payload: .object(payload), options: EnqueueOptions(owner: caller.user.id)
+                SubscriptionSync.kind, payload: .object(payload), options: EnqueueOptions(owner: caller.userID)
             ).id
         else { throw StoreError("subscription-sync was not enqueued") }
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in

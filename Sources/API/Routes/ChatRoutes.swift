@@ -47,7 +47,7 @@ struct ChatRoutes {
                 details: ["remainingChats": .int(0), "dailyLimit": limit.map(JSONValue.int) ?? .null, "subscriptionTier": .string(user.tier.rawValue)])
         }
         let payload: JSONValue = [
-            "userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": .string(message),
+            "userId": .string(user.id), "messageId": .string(UUID.randomV4().lowercasedString), "message": .string(message),
         ]
         guard let id = try await queue.enqueue("chat", payload: payload, options: EnqueueOptions(owner: user.id)).id else {
             throw StoreError("the chat message was not enqueued")

@@ -52,13 +52,25 @@ enum Field {
             if required { throw APIError.validation(name, "field '\(name)' is required") }
             return nil
         }
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = trimmingWhitespace(value)
         if trimmed.isEmpty {
             if required { throw APIError.validation(name, "field '\(name)' must not be empty") }
             return nil
         }
         guard trimmed.count <= max else { throw APIError.validation(name, "field '\(name)' must be at most \(max) characters") }
         return trimmed
+    }
+
+    /// `value` without leading and trailing white space (Unicode's White_Space, as Foundation's
+    /// `.whitespacesAndNewlines`); the common case, nothing to trim, returns `value` itself.
+    static func trimmingWhitespace(_ value: String) -> String {
+        let scalars = value.unicodeScalars
+        guard let first = scalars.first, let last = scalars.last,
+            first.properties.isWhitespace || last.properties.isWhitespace
+        else { return value }
+        let start = scalars.firstIndex { !$0.properties.isWhitespace } ?? scalars.endIndex
+        let end = scalars.lastIndex { !$0.properties.isWhitespace }.map(scalars.index(after:)) ?? start
+        return start < end ? String(scalars[start..<end]) : ""
     }
 
     static func number(_ value: Double?, _ name: String, in range: ClosedRange<Double>) throws -> Double? {

@@ -13,7 +13,7 @@ struct HealthRoutes {
         api.get("health", health)
         api.get("config") { _, _ in try Envelope.success(Self.appConfig) }
         api.get("openapi.json") { _, _ in
-            Envelope.response(status: .ok, body: openAPIDocument, headers: [:])
+            Envelope.response(status: .ok, body: Array(openAPIDocument), headers: [:])
         }
     }
 

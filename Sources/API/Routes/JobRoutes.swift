@@ -27,10 +27,10 @@ struct JobRoutes {
     }
 
     func show(_ request: Request, _ context: APIContext) async throws -> Response {
-        let caller = try await authenticator.caller(request)
+        let caller = try await authenticator.principal(request)
         let wait = try request.integer("wait", default: 0, in: 0...30)
         guard let text = context.parameters.get("id"), let id = JobID(rawValue: text.lowercased()),
-            var record = try await queue.record(id), record.owner == caller.user.id
+            var record = try await queue.record(id), record.owner == caller.userID
         else { throw APIError.notFound("Job") }
         if wait > 0, record.status != .succeeded, record.status != .failed,
             let finished = try await waiter.wait(for: id, timeout: .seconds(wait))

@@ -31,7 +31,7 @@ struct LoginRoutes {
     }
 
     func report(_ request: Request, _ context: APIContext, event: String) async throws -> Response {
-        let caller = try await authenticator.caller(request)
+        let caller = try await authenticator.principal(request)
         let body = try await JSONBody.decode(
             LoginBody.self, from: request, allowedKeys: ["provider", "provider_uid", "email", "display_name", "client_timestamp"])
         let provider = try Field.text(body.provider, "provider", max: 50, required: true)!
@@ -41,7 +41,7 @@ struct LoginRoutes {
         let subject = try Field.text(body.provider_uid, "provider_uid", max: 255, required: true)!
         let email = try Field.text(body.email, "email", max: 320)
         let name = try Field.text(body.display_name, "display_name", max: 255)
-        let eventID = UUID().uuidString.lowercased()
+        let eventID = UUID.randomV4().lowercasedString
         guard webhookConfigured else {
             return try Envelope.success(Accepted(enqueued: false, eventId: eventID, jobId: nil), status: .accepted)
         }
@@ -50,7 +50,7 @@ struct LoginRoutes {
             "email": email.map(JSONValue.string) ?? .null, "display_name": name.map(JSONValue.string) ?? .null,
             "client_timestamp": .string(Timestamp.format(body.client_timestamp)),
         ]
-        let result = try await queue.enqueue("login-webhook", payload: payload, options: EnqueueOptions(owner: caller.user.id))
+        let result = try await queue.enqueue("login-webhook", payload: payload, options: EnqueueOptions(owner: caller.userID))
         var headers = HTTPFields()
         if let id = result.id { headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)" }
         return try Envelope.success(Accepted(enqueued: result.id != nil, eventId: eventID, jobId: result.id?.rawValue), status: .accepted, headers: headers)

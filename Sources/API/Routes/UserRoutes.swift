@@ -50,14 +50,14 @@ struct UserRoutes {
     }
 
     func delete(_ request: Request, _ context: APIContext) async throws -> Response {
-        let caller = try await authenticator.caller(request)
+        let caller = try await authenticator.principal(request)
         do {
-            try await accounts.deleteAccount(userID: caller.user.id)
+            try await accounts.deleteAccount(userID: caller.userID)
         } catch AccountError.userNotFound {
             // Deleted by a concurrent request between the token check and now.
             throw APIError.notFound("User")
         }
-        context.logger.info("account deleted", metadata: ["user": "\(caller.user.id)"])
+        context.logger.info("account deleted", metadata: ["user": "\(caller.userID)"])
         return try Envelope.success(["deleted": true])
     }
 

@@ -85,11 +85,10 @@ extension JSONSchema {
                 throw SchemaError(path: at("pattern"), reason: "must be a regular expression string")
             }
             do {
-                _ = try NSRegularExpression(pattern: text)
+                pattern = try CompiledPattern(text)
             } catch {
                 throw SchemaError(path: at("pattern"), reason: "'\(text)' is not a valid regular expression")
             }
-            pattern = text
         }
         if let value = members["format"] {
             guard case .string(let name) = value, let known = Format(rawValue: name) else {
@@ -155,8 +154,10 @@ extension JSONSchema {
         return count
     }
 
-    /// RFC 6901 escaping of one pointer segment.
+    /// RFC 6901 escaping of one pointer segment. Runs for every member of every validated payload, so the usual
+    /// name (nothing to escape) is returned as is.
     static func escape(_ segment: String) -> String {
-        segment.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        guard segment.utf8.contains(where: { $0 == UInt8(ascii: "~") || $0 == UInt8(ascii: "/") }) else { return segment }
+        return segment.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 }

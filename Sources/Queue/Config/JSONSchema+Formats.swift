@@ -12,9 +12,17 @@ extension JSONSchema.Format {
 
     /// 8-4-4-4-12 hex digits, either case.
     static func isUUID(_ text: String) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
-            && text.allSatisfy(\.isASCII)
+        let bytes = text.utf8
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+                else { return false }
+            }
+        }
+        return true
     }
 
     /// RFC 3339 `date-time`: full-date "T" time with seconds, optional fraction, and `Z` or `±hh:mm`.

@@ -78,14 +78,7 @@ extension JSONSchema {
         let length = text.unicodeScalars.count
         if let minLength, length < minLength { fail("must be at least \(minLength) characters long, got \(length)") }
         if let maxLength, length > maxLength { fail("must be at most \(maxLength) characters long, got \(length)") }
-        if let pattern {
-            // Compiled here rather than stored: NSRegularExpression is not Sendable. The pattern was
-            // checked when the schema was compiled, so failure here is not expected.
-            let matches = (try? NSRegularExpression(pattern: pattern)).map {
-                $0.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
-            }
-            if matches != true { fail("does not match the pattern '\(pattern)'") }
-        }
+        if let pattern, !pattern.matches(text) { fail("does not match the pattern '\(pattern.source)'") }
         if let format, !format.accepts(text) { fail("is not a valid \(format.rawValue)") }
     }
 

@@ -75,8 +75,7 @@ public struct JSONSchema: Sendable, Equatable {
     var exclusiveMaximum: Double?
     var minLength: Int?
     var maxLength: Int?
-    /// Kept as text and compiled when validating: `NSRegularExpression` is not `Sendable`.
-    var pattern: String?
+    var pattern: CompiledPattern?
     var format: Format?
     var items: Subschema?
     var minItems: Int?
@@ -114,4 +113,23 @@ public struct JSONSchema: Sendable, Equatable {
     public func allowsProperty(_ field: String) -> Bool {
         properties[field] != nil || additionalProperties != .forbidden
     }
+}
+
+/// A schema's `pattern`, compiled once. `NSRegularExpression` is immutable after creation and documented as safe
+/// to use from several threads, but is not marked `Sendable`; compiling it per validated string cost more than
+/// the rest of an enqueue.
+final class CompiledPattern: @unchecked Sendable, Equatable {
+    let source: String
+    let regex: NSRegularExpression
+
+    init(_ source: String) throws {
+        self.source = source
+        regex = try NSRegularExpression(pattern: source)
+    }
+
+    func matches(_ text: String) -> Bool {
+        regex.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+    }
+
+    static func == (lhs: CompiledPattern, rhs: CompiledPattern) -> Bool { lhs.source == rhs.source }
 }

@@ -4,13 +4,16 @@ import Foundation
 /// another is a no-op that returns the existing job.
 public struct Uniqueness: Sendable, Equatable {
     /// The key with `${field}` placeholders for top-level payload fields, e.g. `push:${token}`.
-    public var keyTemplate: String
+    public let keyTemplate: String
     /// How long the key blocks duplicates.
     public var ttl: Duration
+    /// The template split once (every enqueue of the kind builds a key from it); nil when it does not parse.
+    private let parts: [Part]?
 
     public init(keyTemplate: String, ttl: Duration) {
         self.keyTemplate = keyTemplate
         self.ttl = ttl
+        parts = try? Self.parse(keyTemplate)
     }
 
     /// The key for `payload`: each `${field}` replaced by the payload's top-level field, strings as
@@ -19,7 +22,7 @@ public struct Uniqueness: Sendable, Equatable {
     /// Returns nil when a referenced field is missing, null, an object or an array: such a payload has
     /// no meaningful key, and a key with a hole in it would merge unrelated jobs.
     public func key(for payload: JSONValue) -> String? {
-        guard let parts = try? Self.parse(keyTemplate) else { return nil }
+        guard let parts else { return nil }
         var key = ""
         for part in parts {
             switch part {
@@ -40,7 +43,7 @@ public struct Uniqueness: Sendable, Equatable {
 
     /// The payload fields the template refers to, in order; the loader checks they are declared.
     public var referencedFields: [String] {
-        ((try? Self.parse(keyTemplate)) ?? []).compactMap {
+        (parts ?? []).compactMap {
             if case .field(let name) = $0 { name } else { nil }
         }
     }

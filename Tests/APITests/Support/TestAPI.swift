@@ -10,6 +10,7 @@ import Postgres
 import Queue
 import Redis
 import Store
+import TestSupport
 import Workers
 
 /// The API on the real Postgres and Redis, isolated per test: a fresh schema (migrated) in `carbscan_test`, a
@@ -26,6 +27,8 @@ struct TestAPI: Sendable {
     let appleKeys: IdentityKeys
     let clerkKeys: IdentityKeys
     let jwks: JWKSServer
+    /// The settings the API was made with, for `otherProcess`.
+    let environment: [String: String]
 
     var clerkIssuer: String { "http://127.0.0.1:\(jwks.port)/clerk" }
 
@@ -91,7 +94,7 @@ struct TestAPI: Sendable {
             let (router, routes) = try APIServer.router(dependencies)
             let api = TestAPI(
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
-                clerkKeys: clerkKeys, jwks: jwks)
+                clerkKeys: clerkKeys, jwks: jwks, environment: env)
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
             let waiter = Task { try await dependencies.waiter.run() }
             defer { waiter.cancel() }
@@ -102,6 +105,29 @@ struct TestAPI: Sendable {
             await cleanUp(schema: schema, prefix: prefix, admin: admin, database: database, redis: redis)
             throw error
         }
+    }
+
+    /// Runs `body` against a second API process on the same database and Redis prefix, with caches of its own,
+    /// once its event subscription is up. That subscription is renewed only every minute (each renewal empties
+    /// the session cache, which would hide whether a message arrived).
+    func otherProcess<T: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+        let auth = try AuthConfiguration.fromEnvironment(environment)
+        var dependencies = try await APIDependencies.live(
+            database: database, queue: queue, auth: auth, environment: environment, logger: Self.logger)
+        dependencies.waiter = JobWaiter(
+            queue: queue, sessions: dependencies.accounts.sessions, logger: Self.logger, idleRenewal: .seconds(60))
+        let app = Application(
+            router: try APIServer.router(dependencies).router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            logger: Self.logger)
+        let waiter = Task { [dependencies] in try await dependencies.waiter.run() }
+        defer { waiter.cancel() }
+        // Both processes listen once the channel counts two subscribers (this test's own one is never renewed away).
+        let channel = JobWaiter.sessionChannel(prefix: queue.options.prefix)
+        let subscribed = try await eventually {
+            try await queue.redis.send(["PUBSUB", "NUMSUB", channel]).array?.last?.int == 2
+        }
+        guard subscribed else { throw TestSetupError("the second API process never subscribed to \(channel)") }
+        return try await app.test(.router) { client in try await body(client) }
     }
 
     private static func cleanUp(schema: String, prefix: String, admin: PostgresClient, database: PostgresClient, redis: RedisClient) async {
@@ -170,6 +196,11 @@ struct TestAPI: Sendable {
 }
 
 struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }

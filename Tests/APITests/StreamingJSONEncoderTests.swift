@@ -1,0 +1,110 @@
+import Foundation
+import Queue
+import Testing
+
+@testable import API
+
+/// The response encoder writes what Foundation's `JSONEncoder` (configured as the API used it) writes, up to key
+/// order: compared as parsed JSON, plus the exact text of numbers and escapes.
+@Suite struct StreamingJSONEncoderTests {
+    struct Inner: Encodable {
+        var name: String
+        var tags: [String]
+        var score: Double?
+    }
+
+    struct Sample: Encodable {
+        var text = "quote \" backslash \\ slash / newline \n tab \t bell \u{7} é 🍎"
+        var integer = -42
+        var large: Int64 = 9_007_199_254_740_993
+        var unsigned: UInt8 = 255
+        var whole = 59.0
+        var fraction = 0.85
+        var tiny = 1e-7
+        var huge = 1e300
+        var yes = true
+        var missing: String? = nil
+        @Nullable var explicitNull: String? = nil
+        @Nullable var present: Int? = 3
+        var date = Date(timeIntervalSince1970: 1_732_233_600.25)
+        var nested = Inner(name: "n", tags: ["a", "b"], score: nil)
+        var list = [Inner(name: "x", tags: [], score: 1.5)]
+        var empty: [String: Int] = [:]
+        var dictionary: [String: JSONValue] = ["k": .array([.null, .bool(false), .int(1), .string("s")]), "o": .object([:])]
+        var matrix: [[Int]] = [[1, 2], [], [3]]
+    }
+
+    static func foundation<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Timestamp.format(date))
+        }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    static func parsed(_ data: some Sequence<UInt8>) throws -> NSObject {
+        try JSONSerialization.jsonObject(with: Data(data), options: [.fragmentsAllowed]) as! NSObject
+    }
+
+    @Test func matchesFoundationAsJSON() throws {
+        let ours = try StreamingJSONEncoder().encode(Sample())
+        #expect(try Self.parsed(ours) == Self.parsed(try Self.foundation(Sample())))
+    }
+
+    @Test func writesNumbersAndEscapesAsFoundationDoes() throws {
+        let text = String(decoding: try StreamingJSONEncoder().encode(Sample()), as: UTF8.self)
+        for fragment in [
+            #""whole":59,"#, #""fraction":0.85,"#, #""tiny":1e-07,"#, #""huge":1e+300,"#, #""integer":-42,"#,
+            #""large":9007199254740993,"#, #""explicitNull":null,"#, #""present":3,"#,
+            #""date":"2024-11-22T00:00:00.250Z""#, #""text":"quote \" backslash \\ slash / newline \n tab \t bell \u0007 é 🍎""#,
+            #""nested":{"name":"n","tags":["a","b"]}"#, #""empty":{}"#, #""matrix":[[1,2],[],[3]]"#,
+        ] {
+            #expect(text.contains(fragment), "\(fragment) in \(text)")
+        }
+        #expect(!text.contains("missing"), "an absent optional is left out, as JSONEncoder does")
+        #expect(String(decoding: try Self.foundation(Sample.init().whole), as: UTF8.self) == "59")
+    }
+
+    @Test func keepsDeclarationOrder() throws {
+        let text = String(decoding: try StreamingJSONEncoder().encode(Inner(name: "n", tags: [], score: 2)), as: UTF8.self)
+        #expect(text == #"{"name":"n","tags":[],"score":2}"#)
+    }
+
+    /// Hand-written `encode(to:)` with nested containers and a super-encoder: each is closed when its parent moves on.
+    struct Nested: Encodable {
+        enum Key: String, CodingKey { case a, b, c, d }
+        func encode(to encoder: any Encoder) throws {
+            var root = encoder.container(keyedBy: Key.self)
+            var a = root.nestedContainer(keyedBy: Key.self, forKey: .a)
+            try a.encode(1, forKey: .b)
+            var inner = a.nestedUnkeyedContainer(forKey: .c)
+            try inner.encode("x")
+            var deeper = inner.nestedContainer(keyedBy: Key.self)
+            try deeper.encode(true, forKey: .d)
+            try root.encode("after", forKey: .b)
+            var list = root.nestedUnkeyedContainer(forKey: .c)
+            try list.encodeNil()
+            let superEncoder = root.superEncoder(forKey: .d)
+            var single = superEncoder.singleValueContainer()
+            try single.encode(7)
+        }
+    }
+
+    @Test func closesNestedContainersInOrder() throws {
+        let text = String(decoding: try StreamingJSONEncoder().encode(Nested()), as: UTF8.self)
+        #expect(text == #"{"a":{"b":1,"c":["x",{"d":true}]},"b":"after","c":[null],"d":7}"#)
+        #expect(try Self.parsed(Array(text.utf8)) == Self.parsed(try Self.foundation(Nested())))
+    }
+
+    @Test func refusesNonFiniteNumbersWithTheirPath() throws {
+        struct Bad: Encodable { var values: [Double] }
+        #expect {
+            try StreamingJSONEncoder().encode(Bad(values: [1, .infinity]))
+        } throws: { error in
+            guard case EncodingError.invalidValue(_, let context) = error else { return false }
+            return context.codingPath.map(\.stringValue) == ["values", "Index 1"]
+        }
+    }
+}
