@@ -52,13 +52,19 @@ enum Timestamp {
     /// Formats by arithmetic (the engine's `CivilTime`): a meal page writes dozens of dates per response, and
     /// Foundation's format styles cost several microseconds each.
     static func format(_ date: Date) -> String {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(24)
+        write(date, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `format`, appended to `bytes` (the response encoder writes dates straight into its output).
+    static func write(_ date: Date, into bytes: inout [UInt8]) {
         let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let (seconds, milliseconds) = totalMilliseconds.quotientAndRemainder(dividingBy: 1000)
         let (wholeSeconds, millisecond) = milliseconds < 0 ? (seconds - 1, milliseconds + 1000) : (seconds, milliseconds)
         let civil = CivilTime(secondsAsUTC: Int(wholeSeconds))
         let second = Int(((wholeSeconds % 60) + 60) % 60)
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(24)
         func append(_ value: Int, digits: Int, then separator: UInt8?) {
             var divisor = 1
             for _ in 1..<digits { divisor *= 10 }
@@ -77,7 +83,6 @@ enum Timestamp {
         append(civil.minute, digits: 2, then: UInt8(ascii: ":"))
         append(second, digits: 2, then: UInt8(ascii: "."))
         append(Int(millisecond), digits: 3, then: UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func parse(_ text: String) -> Date? {

@@ -31,7 +31,9 @@ final class JSONOutput {
         if T.self == String.self {
             writeString(unsafeBitCast(value, to: String.self))
         } else if T.self == Date.self {
-            writeString(Timestamp.format(unsafeBitCast(value, to: Date.self)))
+            bytes.append(UInt8(ascii: "\""))
+            Timestamp.write(unsafeBitCast(value, to: Date.self), into: &bytes)
+            bytes.append(UInt8(ascii: "\""))
         } else if T.self == Int.self {
             writeInteger(unsafeBitCast(value, to: Int.self))
         } else if T.self == Double.self {
@@ -126,6 +128,11 @@ final class JSONOutput {
         bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { utf8 in
+            // Most strings need no escape: one scan, one copy.
+            guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                bytes.append(contentsOf: utf8)
+                return
+            }
             var start = 0
             for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
