@@ -288,6 +288,7 @@ public struct AccountService: Sendable {
         if let (userID, session) = sessions.lookup(accessToken) {
             // The same one query as a full check, so a sign-out is seen here even before its message arrives.
             guard let user = try await Users(database).find(id: userID, liveSession: session) else {
+                sessions.forget(session: session)
                 throw AccountError.invalidIdentityToken(TokenError(.invalid, "session was signed out"))
             }
             return (user, session)

@@ -72,8 +72,13 @@ public final class SessionCache: Sendable {
 
     /// Forgets a revoked sign-in here and in every process that hears the message.
     func revoked(session: UUID) async {
-        forget(message: "session \(session.uuidString.lowercased())")
+        forget(session: session)
         await publish("session \(session.uuidString.lowercased())")
+    }
+
+    /// Forgets a sign-in here only (found revoked in the database, so every process that asks finds out too).
+    func forget(session: UUID) {
+        forget(message: "session \(session.uuidString.lowercased())")
     }
 
     /// Forgets a deleted account here and in every process that hears the message.

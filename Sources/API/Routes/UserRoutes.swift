@@ -50,14 +50,15 @@ struct UserRoutes {
     }
 
     func delete(_ request: Request, _ context: APIContext) async throws -> Response {
-        let caller = try await authenticator.principal(request)
+        // The full check, not the session cache: erasing an account is worth the one query.
+        let caller = try await authenticator.caller(request)
         do {
-            try await accounts.deleteAccount(userID: caller.userID)
+            try await accounts.deleteAccount(userID: caller.user.id)
         } catch AccountError.userNotFound {
             // Deleted by a concurrent request between the token check and now.
             throw APIError.notFound("User")
         }
-        context.logger.info("account deleted", metadata: ["user": "\(caller.userID)"])
+        context.logger.info("account deleted", metadata: ["user": "\(caller.user.id)"])
         return try Envelope.success(["deleted": true])
     }
 
