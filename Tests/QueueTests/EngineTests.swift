@@ -411,4 +411,36 @@ import Testing
         #expect(Set(results.compactMap(\.id)).count == 2500)
         #expect(try await env.stats().queued == 2500)
     }
+
+    /// Plain jobs go in a transaction, jobs with a unique key, delay or cron fire through the script; one bulk call
+    /// can mix them and each keeps its place in the answer and its record.
+    @Test func aMixedBulkEnqueueTakesBothPaths() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let plain = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions(owner: "user-1"))
+        let unique = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions(uniqueKey: "mixed", uniqueTTL: .seconds(60)))
+        let delayed = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions(delay: .seconds(60)))
+        let results = try await env.queue.enqueue([plain, unique, plain, unique, delayed])
+        let ids = results.map(\.id)
+        #expect(ids[0] != nil && ids[1] != nil && ids[2] != nil && ids[4] != nil)
+        #expect(results[3] == .duplicate(of: ids[1]))
+        let firstID = try #require(ids[0])
+        let first = try #require(try await env.queue.record(firstID))
+        #expect(first.status == .queued && first.owner == "user-1" && first.attempts == 0 && first.kind == "noop")
+        #expect(abs(first.enqueuedAt.timeIntervalSinceNow) < 60)
+        let delayedID = try #require(ids[4])
+        #expect(try await env.queue.record(delayedID)?.status == .queued)
+        let stats = try await env.stats()
+        #expect(stats.queued == 3 && stats.scheduled == 1)
+    }
+
+    /// A transaction Redis refuses (here the queue's stream is not a stream) fails the enqueue loudly.
+    @Test func aFailedEnqueueTransactionThrows() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.redis.send(["SET", env.queue.keys("default").stream, "not a stream"])
+        await #expect(throws: RedisError.self) {
+            try await env.queue.enqueue("noop", payload: .object([:]))
+        }
+    }
 }
