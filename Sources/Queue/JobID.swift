@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A job's id: a random (version 4) UUID, so ids are unguessable and fit a Postgres `uuid` column
 /// (effects are made idempotent by keying them on it).
@@ -14,19 +17,39 @@ public struct JobID: Sendable, Hashable, Codable, CustomStringConvertible, RawRe
 
     public static func random() -> JobID { JobID(trusted: UUID.randomV4().lowercasedString) }
 
+    /// `count` random ids, their randomness read from the kernel 256 bytes (16 ids) per call.
+    static func random(count: Int) -> [JobID] { UUID.randomV4(count: count).map { JobID(trusted: $0.lowercasedString) } }
+
     public var description: String { rawValue }
 }
 
 extension UUID {
     /// A random (version 4) UUID from the system's generator (`getrandom`). Foundation's `UUID()` on Linux opened
     /// `/dev/urandom` for each one, which showed in every enqueueing request's profile.
-    public static func randomV4() -> UUID {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
-        return withUnsafeMutableBytes(of: &bytes) { raw in
-            raw[6] = raw[6] & 0x0F | 0x40  // version 4
-            raw[8] = raw[8] & 0x3F | 0x80  // RFC 4122 variant
-            return UUID(uuid: raw.load(as: uuid_t.self))
+    public static func randomV4() -> UUID { randomV4(count: 1)[0] }
+
+    /// `count` random (version 4) UUIDs; `getentropy` fills up to 256 bytes per call.
+    public static func randomV4(count: Int) -> [UUID] {
+        var bytes = [UInt8](repeating: 0, count: count * 16)
+        bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let length = min(256, raw.count - offset)
+                if getentropy(raw.baseAddress! + offset, length) != 0 {
+                    // Not expected on Linux ≥ 3.17; the system generator reads the same kernel source.
+                    var generator = SystemRandomNumberGenerator()
+                    for index in offset..<offset + length { raw[index] = generator.next() }
+                }
+                offset += length
+            }
+        }
+        return (0..<count).map { index in
+            bytes.withUnsafeMutableBytes { raw in
+                let uuid = UnsafeMutableRawBufferPointer(rebasing: raw[index * 16..<index * 16 + 16])
+                uuid[6] = uuid[6] & 0x0F | 0x40  // version 4
+                uuid[8] = uuid[8] & 0x3F | 0x80  // RFC 4122 variant
+                return UUID(uuid: uuid.loadUnaligned(as: uuid_t.self))
+            }
         }
     }
 

@@ -63,8 +63,10 @@ final class RedisConnection {
     /// Writes all commands in one go, then reads every reply: one round-trip for the batch.
     func pipeline(_ commands: [[String]]) throws(RedisError) -> [RedisValue] {
         guard let context else { throw RedisError(.connection, "not connected") }
-        for arguments in commands {
+        for (index, arguments) in commands.enumerated() {
             if Self.append(context, arguments) != REDIS_OK { throw fail(context) }
+            // A long pipeline goes out as it is formatted: Redis works on the first commands meanwhile.
+            if index % 256 == 255 { try flush(context) }
         }
         var replies: [RedisValue] = []
         replies.reserveCapacity(commands.count)
@@ -76,6 +78,14 @@ final class RedisConnection {
             freeReplyObject(raw)
         }
         return replies
+    }
+
+    /// Writes everything formatted so far (blocking until the socket took it).
+    private func flush(_ context: UnsafeMutablePointer<redisContext>) throws(RedisError) {
+        var done: Int32 = 0
+        repeat {
+            if redisBufferWrite(context, &done) != REDIS_OK { throw fail(context) }
+        } while done == 0
     }
 
     /// Reads one more reply without sending anything: the next message of a subscription.

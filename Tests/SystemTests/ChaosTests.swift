@@ -33,7 +33,9 @@ import Testing
             workers.append(try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "20"], environment: environment))
         }
         let count = 3000
-        let payload = JSONValue.object(["record": .string(effects), "sleepMs": .int(15)])
+        // 3,000 jobs of 40 ms on 60 slots: a run of about 2 s, long enough that the kill lands mid-run even when a
+        // loaded test run is slow to notice the first fifth done.
+        let payload = JSONValue.object(["record": .string(effects), "sleepMs": .int(40)])
         let ids = try await queue.enqueue(Array(repeating: (kind: "noop", payload: payload, options: EnqueueOptions()), count: count))
             .compactMap(\.id)
         #expect(ids.count == count)
