@@ -101,9 +101,9 @@ public final class JobQueue: Sendable {
         try await enqueue([(kind, payload, options)])[0]
     }
 
-    /// Enqueues many jobs, per queue and per thousand jobs one transaction (plain jobs) or one script call (jobs
-    /// with a unique key, a delay or a cron fire time). Every payload is checked before anything is written: one
-    /// bad job refuses the whole batch.
+    /// Enqueues many jobs, per queue: plain ones in `MULTI`/`EXEC` blocks of 100 (one pipeline per 10,000), those
+    /// with a unique key, a delay or a cron fire time through the enqueue script (one call per 1,000). Every payload
+    /// is checked before anything is written: one bad job refuses the whole batch.
     public func enqueue(_ jobs: [(kind: String, payload: JSONValue, options: EnqueueOptions)]) async throws -> [EnqueueResult] {
         var prepared: [PreparedJob] = []
         prepared.reserveCapacity(jobs.count)
