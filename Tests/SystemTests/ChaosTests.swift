@@ -32,6 +32,9 @@ import Testing
         for _ in 0..<3 {
             workers.append(try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "20"], environment: environment))
         }
+        // All three must be reading before the jobs arrive: on a loaded run one may still be starting when the
+        // others are already a fifth through.
+        #expect(try await eventually(timeout: .seconds(30)) { try await queue.consumers() == 3 })
         let count = 3000
         // 3,000 jobs of 40 ms on 60 slots: a run of about 2 s, long enough that the kill lands mid-run even when a
         // loaded test run is slow to notice the first fifth done.
@@ -40,19 +43,21 @@ import Testing
             .compactMap(\.id)
         #expect(ids.count == count)
 
-        // Let the run get going, then kill -9 one worker mid-run.
+        // Let the run get going, then kill -9 mid-run the worker holding the most deliveries.
         #expect(try await eventually(timeout: .seconds(30)) { try await redis.send(["LLEN", effects]).int ?? 0 >= count / 5 })
-        let victim = workers[1]
+        func pending() async throws -> [(name: String, pending: Int)] {
+            let consumers = try await redis.send(["XINFO", "CONSUMERS", queue.keys("default").stream, QueueKeys.group]).array ?? []
+            return consumers.map { consumer in
+                let fields = consumer.array ?? []
+                return (fields.count > 1 ? fields[1].string ?? "" : "", fields.count > 3 ? fields[3].int ?? 0 : 0)
+            }
+        }
+        let busiest = try await pending().max { $0.pending < $1.pending }
+        let victim = try #require(workers.first { busiest?.name.contains(":\($0.pid):") == true })
         victim.signal(SIGKILL)
         _ = await victim.waitForExit(timeout: .seconds(5))
         // What it held at the kill: its deliveries not yet acknowledged.
-        let consumers = try await redis.send(["XINFO", "CONSUMERS", queue.keys("default").stream, QueueKeys.group]).array ?? []
-        var inFlightAtKill = 0
-        for consumer in consumers {
-            let fields = consumer.array ?? []
-            let name = fields.count > 1 ? fields[1].string ?? "" : ""
-            if name.contains(":\(victim.pid):") { inFlightAtKill = fields.count > 3 ? fields[3].int ?? 0 : 0 }
-        }
+        let inFlightAtKill = try await pending().first { $0.name.contains(":\(victim.pid):") }?.pending ?? 0
         #expect(inFlightAtKill > 0, "the kill should have caught jobs in flight")
 
         // Every job completes: the victim's leases expire (3 s) and the survivors take its jobs.
