@@ -83,6 +83,8 @@ import Testing
         let workers = try (0..<2).map { _ in
             try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "5", "--grace", "2"], environment: environment)
         }
+        // A test that fails half-way must not leave its workers running (they are SIGTERMed below when all goes well).
+        defer { for worker in workers where worker.process.isRunning { worker.signal(SIGKILL) } }
         #expect(try await eventually(timeout: .seconds(30)) { try await queue.consumers() == 2 })
         // 4 quick jobs finish within the grace period; 6 long ones cannot.
         let quick = JSONValue.object(["sleepMs": .int(1000)])
