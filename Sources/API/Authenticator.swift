@@ -52,30 +52,36 @@ struct Authenticator: Sendable {
     }
 
     func identify(_ request: Request) async throws -> Identity {
-        guard let token = Self.bearer(request) else { throw APIError.unauthorized }
-        do {
-            if let identity = try await accounts.verifyExternal(token) {
-                guard let user = try await accounts.linkedUser(for: identity) else { return .unlinked(identity) }
-                return .account(Caller(user: user, sessionID: nil))
-            }
+        try await resolve(request) { identity in
+            guard let user = try await accounts.linkedUser(for: identity) else { return .unlinked(identity) }
+            return .account(Caller(user: user, sessionID: nil))
+        } own: { token in
             let (user, session) = try await accounts.authenticate(accessToken: token)
             return .account(Caller(user: user, sessionID: session))
-        } catch AccountError.invalidIdentityToken(let error) {
-            throw Self.refusal(error)
         }
     }
 
     /// Who calls, for routes that need nothing of the account but its id: a token verified moments ago
     /// (`SessionCache`) costs no database read.
     func principal(_ request: Request) async throws -> Principal {
-        guard let token = Self.bearer(request) else { throw APIError.unauthorized }
-        do {
-            if let identity = try await accounts.verifyExternal(token) {
-                guard let user = try await accounts.linkedUser(for: identity) else { throw Self.unlinked }
-                return Principal(userID: user.id, sessionID: nil)
-            }
+        try await resolve(request) { identity in
+            guard let user = try await accounts.linkedUser(for: identity) else { throw Self.unlinked }
+            return Principal(userID: user.id, sessionID: nil)
+        } own: { token in
             let (userID, session) = try await accounts.principal(accessToken: token)
             return Principal(userID: userID, sessionID: session)
+        }
+    }
+
+    /// Reads the bearer token and resolves it: an extra issuer's token through `external`, one of ours through
+    /// `own`; a refused token becomes the 401 (or 503) the app can act on.
+    private func resolve<Resolved>(
+        _ request: Request, external: (VerifiedIdentity) async throws -> Resolved, own: (String) async throws -> Resolved
+    ) async throws -> Resolved {
+        guard let token = Self.bearer(request) else { throw APIError.unauthorized }
+        do {
+            if let identity = try await accounts.verifyExternal(token) { return try await external(identity) }
+            return try await own(token)
         } catch AccountError.invalidIdentityToken(let error) {
             throw Self.refusal(error)
         }

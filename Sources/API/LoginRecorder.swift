@@ -23,7 +23,7 @@ struct LoginRecorder: Sendable {
         }
         guard webhookConfigured else { return }
         let payload: JSONValue = [
-            "event": .string(kind), "eventId": .string(eventID.uuidString.lowercased()), "provider": .string(event.provider),
+            "event": .string(kind), "eventId": .string(eventID.lowercasedString), "provider": .string(event.provider),
             "provider_uid": .string(event.subject), "email": event.email.map(JSONValue.string) ?? .null,
             "display_name": event.displayName.map(JSONValue.string) ?? .null,
             "client_timestamp": .string(Timestamp.format(Date())),

@@ -278,7 +278,7 @@ public struct AccountService: Sendable {
     /// checked in full (`authenticate`).
     public func principal(accessToken: String) async throws -> (userID: String, sessionID: UUID) {
         if let cached = sessions.lookup(accessToken) { return cached }
-        let (user, session) = try await authenticate(accessToken: accessToken)
+        let (user, session) = try await verify(accessToken: accessToken)
         return (user.id, session)
     }
 
@@ -293,6 +293,12 @@ public struct AccountService: Sendable {
             }
             return (user, session)
         }
+        return try await verify(accessToken: accessToken)
+    }
+
+    /// The full check, remembered in the session cache when it passes: signature and claims, then that the
+    /// sign-in is still live and its user still exists, in one query.
+    private func verify(accessToken: String) async throws -> (User, sessionID: UUID) {
         let generation = sessions.generation
         let claims: AccessClaims
         do {

@@ -78,31 +78,45 @@ public final class SessionCache: Sendable {
 
     /// Forgets a sign-in here only (found revoked in the database, so every process that asks finds out too).
     func forget(session: UUID) {
-        forget(message: "session \(session.uuidString.lowercased())")
+        forget(.session(session))
     }
 
     /// Forgets a deleted account here and in every process that hears the message.
     func removed(userID: String) async {
-        forget(message: "user \(userID)")
+        forget(.user(userID))
         await publish("user \(userID)")
     }
 
     /// Applies a message from another process (`session <uuid>`, `user <id>`); anything else forgets everything.
     public func forget(message: String) {
         let parts = message.split(separator: " ", maxSplits: 1).map(String.init)
-        state.withLock { state in
-            state.generation += 1
-            switch (parts.first, parts.count == 2 ? parts[1] : nil) {
-            case ("session", let id?): state.entries = state.entries.filter { $0.value.session.uuidString.lowercased() != id }
-            case ("user", let id?): state.entries = state.entries.filter { $0.value.userID != id }
-            default: state.entries.removeAll()
-            }
+        switch (parts.first, parts.count == 2 ? parts[1] : nil) {
+        case ("session", let id?): forget(UUID(uuidString: id).map(Forgotten.session) ?? .all)
+        case ("user", let id?): forget(.user(id))
+        default: forget(.all)
         }
     }
 
     /// Forgets every entry (a process that may have missed messages, e.g. after resubscribing).
     public func forgetAll() {
-        forget(message: "all")
+        forget(.all)
+    }
+
+    private enum Forgotten {
+        case session(UUID)
+        case user(String)
+        case all
+    }
+
+    private func forget(_ what: Forgotten) {
+        state.withLock { state in
+            state.generation += 1
+            switch what {
+            case .session(let id): state.entries = state.entries.filter { $0.value.session != id }
+            case .user(let id): state.entries = state.entries.filter { $0.value.userID != id }
+            case .all: state.entries.removeAll()
+            }
+        }
     }
 
     public var count: Int { state.withLock { $0.entries.count } }

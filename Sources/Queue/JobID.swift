@@ -10,7 +10,7 @@ public struct JobID: Sendable, Hashable, Codable, CustomStringConvertible, RawRe
 
     public init?(rawValue: String) {
         guard let uuid = UUID(uuidString: rawValue) else { return nil }
-        self.rawValue = uuid.uuidString.lowercased()
+        self.rawValue = uuid.lowercasedString
     }
 
     init(trusted rawValue: String) { self.rawValue = rawValue }
@@ -24,7 +24,7 @@ public struct JobID: Sendable, Hashable, Codable, CustomStringConvertible, RawRe
 }
 
 extension UUID {
-    /// A random (version 4) UUID from the system's generator (`getrandom`). Foundation's `UUID()` on Linux opened
+    /// A random (version 4) UUID from the kernel (`getentropy`). Foundation's `UUID()` on Linux opened
     /// `/dev/urandom` for each one, which showed in every enqueueing request's profile.
     public static func randomV4() -> UUID { randomV4(count: 1)[0] }
 

@@ -140,7 +140,7 @@ public final class JobQueue: Sendable {
             }
             for start in stride(from: 0, to: group.scripted.count, by: 1000) {
                 let chunk = group.scripted[start..<min(start + 1000, group.scripted.count)].map { prepared[$0] }
-                try await enqueueScripted(chunk[...], queue: queue, into: &results)
+                try await enqueueScripted(chunk, queue: queue, into: &results)
             }
         }
         return results
@@ -199,7 +199,7 @@ public final class JobQueue: Sendable {
     }
 
     /// Jobs with a unique key, a delay or a cron fire time: the enqueue script decides on the server.
-    private func enqueueScripted(_ jobs: ArraySlice<PreparedJob>, queue: String, into results: inout [EnqueueResult]) async throws {
+    private func enqueueScripted(_ jobs: [PreparedJob], queue: String, into results: inout [EnqueueResult]) async throws {
         let keys = keys(queue)
         var arguments = [keys.base, String(jobs.count)]
         arguments.reserveCapacity(2 + jobs.count * 12)
