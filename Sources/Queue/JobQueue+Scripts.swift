@@ -5,7 +5,7 @@ import Redis
 /// so leases and schedules do not depend on the workers' clocks agreeing.
 ///
 /// Key layout for queue `q` under prefix `p` (`base` = `p:{q}:`):
-/// `base..stream` (stream of job ids, consumer group `workers`), `base..job:<id>` (hash: the job's record),
+/// `base..stream` (stream of job ids, consumer group `workers`; acknowledged entries are trimmed from its head), `base..job:<id>` (hash: the job's record),
 /// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
 /// `base..dead` (zset by death time, capped), `base..stats` (hash of monotonic totals),
 /// `base..unique:<key>` (string: the job id holding the key), `base..cron` (hash: schedule → last fire time),
@@ -23,6 +23,24 @@ enum Scripts {
           table.insert(list, {attempt = attempt, at = at, error = message})
           while #list > 10 do table.remove(list, 1) end
           redis.call('HSET', key, 'errors', cjson.encode(list))
+        end
+        -- Drops the stream's finished head. Entries are acknowledged, never deleted one by one (an XDEL rewrote
+        -- the entry's listpack node: 3.3 µs per job in the process benchmark): everything older than the oldest
+        -- pending entry, or than the last delivered one when nothing is pending, has been delivered and acknowledged,
+        -- and XTRIM … MINID ~ frees it a whole node at a time. The group's lag stays exact (it counts the rest).
+        local function trim(stream, group)
+          local pending = redis.pcall('XPENDING', stream, group)
+          if pending.err then return end
+          local oldest = pending[2]
+          if tonumber(pending[1]) == 0 then
+            oldest = nil
+            for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+              local fields = {}
+              for i = 1, #g, 2 do fields[g[i]] = g[i + 1] end
+              if fields['name'] == group then oldest = fields['last-delivered-id'] end
+            end
+          end
+          if oldest then redis.call('XTRIM', stream, 'MINID', '~', oldest) end
         end
         -- Moves a job to the dead set with its last error. The dead set is capped by count and age:
         -- the oldest entries go first, with their records, so it never grows without bound.
@@ -57,7 +75,6 @@ enum Scripts {
             local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts')
             if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
               redis.call('XACK', stream, group, entry)
-              redis.call('XDEL', stream, entry)
             else
               -- Counted here and written with the status below: one call less per job than HINCRBY.
               local attempts = tonumber(f[7] or '0') + 1
@@ -65,7 +82,6 @@ enum Scripts {
               if attempts > max then
                 redis.call('HSET', key, 'attempts', attempts)
                 redis.call('XACK', stream, group, entry)
-                redis.call('XDEL', stream, entry)
                 bury(prefix, deadKey, statsKey, id, now,
                   'delivered ' .. (attempts - 1) .. ' times without finishing (its workers stopped mid-job)',
                   deadRetention, deadCap, maxAge)
@@ -177,20 +193,18 @@ enum Scripts {
             local prefix, group, cap, maxAge = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
             local now = nowMs()
             local succeeded, retried = 0, 0
-            -- Every delivered entry is acknowledged and deleted, in calls of up to 500 entries rather than two per job.
+            -- Every delivered entry is acknowledged, in calls of up to 500 entries rather than one per job; then the
+            -- finished head of the stream goes.
             local entries = {}
             for i = 6, #ARGV, 5 do
-              table.insert(entries, ARGV[i])
+              entries[#entries + 1] = ARGV[i]
               if #entries == 500 then
                 redis.call('XACK', stream, group, unpack(entries))
-                redis.call('XDEL', stream, unpack(entries))
                 entries = {}
               end
             end
-            if #entries > 0 then
-              redis.call('XACK', stream, group, unpack(entries))
-              redis.call('XDEL', stream, unpack(entries))
-            end
+            if #entries > 0 then redis.call('XACK', stream, group, unpack(entries)) end
+            trim(stream, group)
             for i = 5, #ARGV, 5 do
               local id, entry, outcome, text, ms = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], tonumber(ARGV[i+4])
               local key = prefix .. 'job:' .. id
@@ -274,10 +288,8 @@ enum Scripts {
                 local f = redis.call('HMGET', key, 'vis', 'status', 'attempts', 'entry')
                 if not f[2] then
                   redis.call('XACK', stream, group, entry)
-                  redis.call('XDEL', stream, entry)
                 elseif idle >= tonumber(f[1] or '30000') then
                   redis.call('XACK', stream, group, entry)
-                  redis.call('XDEL', stream, entry)
                   if f[2] == 'running' and f[4] == entry then
                     redis.call('HSET', key, 'status', 'retrying')
                     pushHistory(key, tonumber(f[3]), now, 'lease expired: worker ' .. consumer .. ' stopped renewing it')
@@ -289,6 +301,7 @@ enum Scripts {
                 end
               end
             end
+            trim(stream, group)
             return out
             """)
 

@@ -265,18 +265,24 @@ public final class JobQueue: Sendable {
         let replies = try await redis.pipeline(queues.flatMap { queue -> [[String]] in
             let k = keys(queue)
             return [
-                ["XLEN", k.stream], ["XPENDING", k.stream, QueueKeys.group], ["ZCARD", k.scheduled], ["ZCARD", k.retry],
+                ["XLEN", k.stream], ["XINFO", "GROUPS", k.stream], ["ZCARD", k.scheduled], ["ZCARD", k.retry],
                 ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"],
             ]
         })
         return queues.enumerated().map { index, queue in
             let r = Array(replies[index * 6..<index * 6 + 6])
-            let length = r[0].int ?? 0
-            // XPENDING fails with NOGROUP before any worker created the group: nothing is running then.
-            let running = r[1].array?.first?.int ?? 0
+            // The stream still holds acknowledged entries until the finished head is trimmed, so what waits is the
+            // group's lag (entries not yet delivered), and what runs its pending count. Before any worker created the
+            // group (XINFO fails or lists no group), every entry waits.
+            var queued = r[0].int ?? 0
+            var running = 0
+            if let group = r[1].array?.lazy.compactMap(\.fields).first(where: { $0["name"]?.string == QueueKeys.group }) {
+                running = group["pending"]?.int ?? 0
+                queued = group["lag"]?.int ?? max(0, queued - running)
+            }
             let totals = r[5].array ?? []
             return QueueStats(
-                queue: queue, queued: max(0, length - running), running: running, scheduled: r[2].int ?? 0,
+                queue: queue, queued: queued, running: running, scheduled: r[2].int ?? 0,
                 retrying: r[3].int ?? 0, dead: r[4].int ?? 0, succeededTotal: totals.first?.int ?? 0,
                 failedTotal: totals.dropFirst().first?.int ?? 0, retriedTotal: totals.dropFirst(2).first?.int ?? 0)
         }
@@ -333,6 +339,16 @@ public final class JobQueue: Sendable {
             if try await redis.run(Scripts.discard, keys: [k.dead], arguments: [k.base, id.rawValue]).int == 1 { return }
         }
         throw QueueError(.notFound, "job \(id) is not in the dead set")
+    }
+}
+
+extension RedisValue {
+    /// A flat array of alternating names and values (`XINFO`'s reply shape), as a dictionary.
+    fileprivate var fields: [String: RedisValue]? {
+        guard let flat = array else { return nil }
+        var fields: [String: RedisValue] = [:]
+        for i in stride(from: 0, to: flat.count - 1, by: 2) { fields[flat[i].string ?? ""] = flat[i + 1] }
+        return fields
     }
 }
 

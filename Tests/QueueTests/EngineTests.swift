@@ -307,6 +307,31 @@ import Testing
         #expect(try await env.queue.record(dropped) == nil)
     }
 
+    /// Finished entries leave the stream (its head is trimmed a node at a time, not entry by entry), and the counts of
+    /// what waits and what runs stay exact while acknowledged entries remain in the last node.
+    @Test func theStreamKeepsNoFinishedHeadAndCountsStayExact() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let job = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions())
+        _ = try await env.queue.enqueue(Array(repeating: job, count: 1000))
+        while true {
+            let jobs = try await env.queue.reserve(queue: "default", count: 300, consumer: "c")
+            if jobs.isEmpty { break }
+            try await env.queue.record(jobs.map { .succeeded($0, result: "null", retention: .seconds(60)) })
+        }
+        let stream = env.queue.keys("default").stream
+        // Redis keeps 100 entries per stream node; the node holding the last delivered entry stays.
+        #expect(try await env.redis.send(["XLEN", stream]).int ?? -1 <= 100)
+        _ = try await env.queue.enqueue(Array(repeating: job, count: 5))
+        var stats = try await env.stats()
+        #expect(stats.queued == 5 && stats.running == 0 && stats.succeededTotal == 1000)
+        let running = try await env.queue.reserve(queue: "default", count: 2, consumer: "c")
+        #expect(running.count == 2)
+        stats = try await env.stats()
+        #expect(stats.queued == 3 && stats.running == 2)
+    }
+
     @Test func theDeadSetIsCapped() async throws {
         let env = try TestEnvironment(options: QueueOptions(deadSetCap: 3))
         defer { Task { await env.cleanUp() } }
