@@ -5,7 +5,8 @@ import Redis
 /// so leases and schedules do not depend on the workers' clocks agreeing.
 ///
 /// Key layout for queue `q` under prefix `p` (`base` = `p:{q}:`):
-/// `base..stream` (stream of job ids, consumer group `workers`; acknowledged entries are trimmed from its head), `base..job:<id>` (hash: the job's record),
+/// `base..stream` (stream of job ids, consumer group `workers`; acknowledged entries are trimmed from its head), `base..job:<id>` (hash: the job's record; a queued job has
+/// no `status` and no `attempts` yet: they are written when it starts),
 /// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
 /// `base..dead` (zset by death time, capped), `base..stats` (hash of monotonic totals),
 /// `base..unique:<key>` (string: the job id holding the key), `base..cron` (hash: schedule → last fire time),
@@ -87,14 +88,9 @@ enum Scripts {
                   deadRetention, deadCap, maxAge)
               else
                 redis.call('HSET', key, 'status', 'running', 'start', now, 'worker', consumer, 'entry', entry, 'attempts', attempts)
-                table.insert(out, id)
-                table.insert(out, entry)
-                table.insert(out, f[1])
-                table.insert(out, f[2])
-                table.insert(out, attempts)
-                table.insert(out, max)
-                table.insert(out, f[5] or '')
-                table.insert(out, f[6] or '')
+                local n = #out
+                out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, f[1], f[2]
+                out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempts, max, f[5] or '', f[6] or ''
               end
             end
           end
@@ -140,8 +136,7 @@ enum Scripts {
               end
               if result == id then
                 local key = prefix .. 'job:' .. id
-                redis.call('HSET', key, 'kind', kind, 'payload', payload, 'status', 'queued', 'attempts', 0,
-                  'max', max, 'vis', vis, 'enq', now)
+                redis.call('HSET', key, 'kind', kind, 'payload', payload, 'max', max, 'vis', vis, 'enq', now)
                 if ukey ~= '' then redis.call('HSET', key, 'unique', ukey) end
                 if owner ~= '' then redis.call('HSET', key, 'owner', owner) end
                 if cronName ~= '' then redis.call('HSET', key, 'fire', fire) end
@@ -285,8 +280,8 @@ enum Scripts {
               else
                 local id = e[1][2][2]
                 local key = prefix .. 'job:' .. id
-                local f = redis.call('HMGET', key, 'vis', 'status', 'attempts', 'entry')
-                if not f[2] then
+                local f = redis.call('HMGET', key, 'vis', 'status', 'attempts', 'entry', 'kind')
+                if not f[5] then
                   redis.call('XACK', stream, group, entry)
                 elseif idle >= tonumber(f[1] or '30000') then
                   redis.call('XACK', stream, group, entry)

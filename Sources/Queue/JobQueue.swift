@@ -172,8 +172,8 @@ public final class JobQueue: Sendable {
         for (position, job) in jobs.enumerated() {
             if position % 100 == 0 { commands.append(["MULTI"]) }
             var record = [
-                "HSET", keys.job(job.id), "kind", job.spec.name, "payload", job.payload, "status", "queued", "attempts", "0",
-                "max", String(job.spec.maxAttempts), "vis", String(job.spec.visibilityTimeout.milliseconds), "enq", now,
+                "HSET", keys.job(job.id), "kind", job.spec.name, "payload", job.payload, "max", String(job.spec.maxAttempts),
+                "vis", String(job.spec.visibilityTimeout.milliseconds), "enq", now,
             ]
             if let owner = job.options.owner, !owner.isEmpty { record += ["owner", owner] }
             commands.append(record)

@@ -40,7 +40,8 @@ public struct JobRecord: Sendable, Codable, Equatable {
     public var inDeadSet: Bool
 
     init?(id: JobID, queue: String, fields: [String: String], inDeadSet: Bool) {
-        guard let kind = fields["kind"], let statusText = fields["status"], let status = JobStatus(rawValue: statusText)
+        // A queued job's record has no status yet (one field less to write per job at enqueue).
+        guard let kind = fields["kind"], let status = JobStatus(rawValue: fields["status"] ?? JobStatus.queued.rawValue)
         else { return nil }
         func date(_ key: String) -> Date? {
             fields[key].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) }

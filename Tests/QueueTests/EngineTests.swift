@@ -27,6 +27,23 @@ import Testing
         #expect(record.errors.first?.error.contains("lease expired") == true)
     }
 
+    /// A blocking read delivers entries before the start script marks them running; a worker that dies in between
+    /// leaves a pending entry whose job is still queued (no status yet). It comes back, it is not dropped.
+    @Test func anEntryDeliveredButNeverStartedIsRedelivered() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let id = try await env.enqueue()
+        let stream = env.queue.keys("default").stream
+        _ = try await env.redis.send(["XREADGROUP", "GROUP", QueueKeys.group, "crashed", "COUNT", "10", "STREAMS", stream, ">"])
+        #expect(try await env.status(id) == .queued)
+        try await Task.sleep(for: .milliseconds(3200))
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default") == [id])
+        let again = try await env.queue.reserve(queue: "default", count: 10, consumer: "alive")
+        #expect(again.map(\.id) == [id])
+        #expect(again.first?.attempt == 1)
+    }
+
     @Test func aHeartbeatKeepsALongJobFromBeingStolen() async throws {
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }
