@@ -110,31 +110,26 @@ final class RedisConnection {
     }
 
     private static func append(_ context: UnsafeMutablePointer<redisContext>, _ arguments: [String]) -> Int32 {
-        // One buffer for all argument bytes; hiredis copies them into its output buffer before returning.
-        var lengths = [Int]()
-        lengths.reserveCapacity(arguments.count)
+        // The argument bytes, their pointers and lengths in scratch memory (on the stack when small): hiredis copies
+        // them into its output buffer before returning, so nothing outlives the call.
         var total = 0
-        for argument in arguments {
-            let n = argument.utf8.count
-            lengths.append(n)
-            total += n
-        }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(total, 1), alignment: 1)
-        defer { buffer.deallocate() }
-        var pointers = [UnsafePointer<CChar>?]()
-        pointers.reserveCapacity(arguments.count)
-        var offset = 0
-        for var argument in arguments {
-            let start = buffer + offset
-            argument.withUTF8 { bytes in
-                if let base = bytes.baseAddress { start.copyMemory(from: base, byteCount: bytes.count) }
-            }
-            pointers.append(UnsafePointer(start.assumingMemoryBound(to: CChar.self)))
-            offset += argument.utf8.count
-        }
-        return pointers.withUnsafeMutableBufferPointer { argv in
-            lengths.withUnsafeBufferPointer { argvlen in
-                redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
+        for argument in arguments { total += argument.utf8.count }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(total, 1)) { buffer in
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: arguments.count) { argv in
+                withUnsafeTemporaryAllocation(of: Int.self, capacity: arguments.count) { argvlen in
+                    var offset = 0
+                    for (index, var argument) in arguments.enumerated() {
+                        let start = buffer.baseAddress! + offset
+                        let count = argument.withUTF8 { bytes in
+                            if let base = bytes.baseAddress { start.update(from: base, count: bytes.count) }
+                            return bytes.count
+                        }
+                        argv[index] = UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self)
+                        argvlen[index] = count
+                        offset += count
+                    }
+                    return redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
+                }
             }
         }
     }
