@@ -122,15 +122,16 @@ public final class JobQueue: Sendable {
                 uniqueTTL = uniqueTTL ?? uniqueness.ttl
             }
             prepared.append(PreparedJob(
-                index: index, id: ids[index], spec: spec, payload: job.payload.jsonString, options: job.options,
+                index: index, id: ids[index], kind: spec.name, queue: spec.queue, maxAttempts: spec.maxAttempts,
+                visibilityMs: spec.visibilityTimeout.milliseconds, payload: job.payload.jsonString, options: job.options,
                 uniqueKey: uniqueKey, uniqueTTL: uniqueTTL))
         }
         var results = [EnqueueResult](repeating: .alreadyFired, count: jobs.count)
         // Grouped by queue as positions, not copies (a bulk of 100,000 spent an eighth of its time copying jobs).
         var groups: [String: (plain: [Int], scripted: [Int])] = [:]
         for (position, job) in prepared.enumerated() {
-            if job.isPlain { groups[job.spec.queue, default: ([], [])].plain.append(position) } else {
-                groups[job.spec.queue, default: ([], [])].scripted.append(position)
+            if job.isPlain { groups[job.queue, default: ([], [])].plain.append(position) } else {
+                groups[job.queue, default: ([], [])].scripted.append(position)
             }
         }
         for (queue, group) in groups {
@@ -150,7 +151,11 @@ public final class JobQueue: Sendable {
     struct PreparedJob {
         var index: Int
         var id: JobID
-        var spec: JobKindSpec
+        // The kind's figures, not its whole spec: a bulk copies each job a few times.
+        var kind: String
+        var queue: String
+        var maxAttempts: Int
+        var visibilityMs: Int64
         var payload: String
         var options: EnqueueOptions
         var uniqueKey: String?
@@ -172,8 +177,8 @@ public final class JobQueue: Sendable {
         for (position, job) in jobs.enumerated() {
             if position % 100 == 0 { commands.append(["MULTI"]) }
             var record = [
-                "HSET", keys.job(job.id), "kind", job.spec.name, "payload", job.payload, "max", String(job.spec.maxAttempts),
-                "vis", String(job.spec.visibilityTimeout.milliseconds), "enq", now,
+                "HSET", keys.job(job.id), "kind", job.kind, "payload", job.payload, "max", String(job.maxAttempts),
+                "vis", String(job.visibilityMs), "enq", now,
             ]
             if let owner = job.options.owner, !owner.isEmpty { record += ["owner", owner] }
             commands.append(record)
@@ -206,8 +211,8 @@ public final class JobQueue: Sendable {
         for job in jobs {
             let cron = job.options.cron
             arguments += [
-                job.id.rawValue, job.spec.name, job.payload, String(job.spec.maxAttempts),
-                String(job.spec.visibilityTimeout.milliseconds), String(max(0, job.options.delay?.milliseconds ?? 0)),
+                job.id.rawValue, job.kind, job.payload, String(job.maxAttempts),
+                String(job.visibilityMs), String(max(0, job.options.delay?.milliseconds ?? 0)),
                 job.uniqueKey ?? "", String((job.uniqueTTL ?? .seconds(86_400)).milliseconds),
                 cron?.name ?? "", cron.map { String(Int64($0.fireTime.timeIntervalSince1970 * 1000)) } ?? "0",
                 cron?.catchUp == true ? "catch-up" : "on-time", job.options.owner ?? "",
