@@ -9,7 +9,7 @@ public final class RedisClient: Sendable {
     public let configuration: RedisConfiguration
     private let threads: [ConnectionThread]
     private let next = Atomic<Int>(0)
-    private let scriptSHAs = Mutex<[String: String]>([:])
+    private let scriptSHAs = Mutex<[Int: String]>([:])
     private let logger: Logger
 
     public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "redis")) {
@@ -74,12 +74,12 @@ public final class RedisClient: Sendable {
     }
 
     private func sha(of script: RedisScript, on thread: ConnectionThread, reload: Bool) async throws -> String {
-        if !reload, let sha = scriptSHAs.withLock({ $0[script.source] }) { return sha }
+        if !reload, let sha = scriptSHAs.withLock({ $0[script.number] }) { return sha }
         let reply = try await thread.submit([["SCRIPT", "LOAD", script.source]])[0]
         guard let sha = reply.string, !sha.isEmpty, !(reply.isError) else {
             throw RedisError(.server, "SCRIPT LOAD \(script.name): \(reply)")
         }
-        scriptSHAs.withLock { $0[script.source] = sha }
+        scriptSHAs.withLock { $0[script.number] = sha }
         return sha
     }
 
