@@ -87,14 +87,23 @@ struct Authenticator: Sendable {
         }
     }
 
+    /// For a route that read the account itself and found it gone, or the sign-in revoked: the 401 a full check gives,
+    /// and the session cache no longer vouches for that sign-in.
+    func signedOut(_ principal: Principal) -> APIError {
+        if let session = principal.sessionID { accounts.sessionEnded(session) }
+        return Self.invalidToken
+    }
+
     static var unlinked: APIError {
         APIError(.notFound, "NOT_FOUND", "User not found: create the account with POST /users/me first")
     }
 
+    static let invalidToken = APIError(.unauthorized, "UNAUTHORIZED", "Missing or invalid authentication")
+
     static func refusal(_ error: TokenError) -> APIError {
         switch error.code {
         case .expired: APIError(.unauthorized, "TOKEN_EXPIRED", "Access token expired: refresh it with POST /auth/refresh")
-        case .invalid: APIError(.unauthorized, "UNAUTHORIZED", "Missing or invalid authentication")
+        case .invalid: invalidToken
         case .unavailable: APIError(.serviceUnavailable, "AUTH_PROVIDER_UNAVAILABLE", "The identity provider cannot be reached; try again")
         }
     }

@@ -282,6 +282,12 @@ public struct AccountService: Sendable {
         return (user.id, session)
     }
 
+    /// A route read the account in its own statement and found it gone or the sign-in revoked: the session cache
+    /// stops vouching for that sign-in before the revocation's message arrives.
+    public func sessionEnded(_ session: UUID) {
+        sessions.forget(session: session)
+    }
+
     /// The account of an access token, read from the database with the check that its sign-in is still live. A
     /// token the session cache vouches for skips the signature and claims; any other is checked in full.
     public func authenticate(accessToken: String) async throws -> (User, sessionID: UUID) {

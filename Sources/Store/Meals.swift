@@ -58,22 +58,41 @@ public struct Meals: Sendable {
 
     public init(_ db: any PostgresQueryable) { self.db = db }
 
-    /// A page of the user's meals, newest first, created at or after `since` (the tier's history window).
-    public func page(userID: String, since: Date?, limit: Int, offset: Int) async throws -> (meals: [Meal], total: Int) {
-        let rows = try await db.query(
-            """
-            SELECT \(Meal.columns), count(*) OVER () AS total FROM meals
-            WHERE user_id = $1 AND ($2::timestamptz IS NULL OR created_at >= $2)
-            ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4
-            """,
-            [userID, since, limit, offset]
-        )
-        let meals = try rows.map(Meal.init)
-        if let first = rows.first { return (meals, try first.decode("total")) }
-        // An offset past the end returns no rows, and so no window count: count on its own.
-        let total = offset == 0 ? 0 : try await count(userID: userID, since: since)
-        return (meals, total)
+    /// A page of the meals of a user read in the same statement: the user's tier sets the history window, and no
+    /// row at all comes back when the user is gone or, given `liveSession`, that sign-in was revoked (as
+    /// `Users.find(id:liveSession:)` checks). One statement per request instead of the account read and the page.
+    public func page(
+        ofUser userID: String, liveSession session: UUID?, now: Date, limit: Int, offset: Int
+    ) async throws -> (tier: Tier, since: Date?, meals: [Meal], total: Int)? {
+        let rows = try await db.query(Self.userPage, [userID, session, now, limit, offset])
+        guard let first = rows.first else { return nil }
+        let tier = Tier(rawValue: try first.decode("subscription_tier", as: String.self)) ?? .free
+        let since: Date? = try first.decode("since")
+        // A user without meals in the window comes back as one row of the user with no meal (the outer join).
+        guard let total: Int = try first.decode("total") else {
+            let past = offset == 0 ? 0 : try await count(userID: userID, since: since)
+            return (tier, since, [], past)
+        }
+        return (tier, since, try rows.map(Meal.init), total)
     }
+
+    /// The tiers' history windows, from `Tier.historyDays` (constants of the code, not user data).
+    private static let userPage: String = {
+        let windows = Tier.allCases.compactMap { tier in
+            tier.historyDays.map { "WHEN '\(tier.rawValue)' THEN $3::timestamptz - interval '\($0) days'" }
+        }
+        return """
+            WITH u AS (
+              SELECT subscription_tier, CASE subscription_tier \(windows.joined(separator: " ")) END AS since FROM users
+              WHERE id = $1
+                AND ($2::uuid IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM refresh_tokens WHERE family_id = $2 AND revoked_at IS NOT NULL)))
+            SELECT u.subscription_tier, u.since, m.* FROM u LEFT JOIN LATERAL (
+              SELECT \(Meal.columns), count(*) OVER () AS total FROM meals
+              WHERE user_id = $1 AND (u.since IS NULL OR created_at >= u.since)
+              ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5) m ON true
+            """
+    }()
 
     public func count(userID: String, since: Date?) async throws -> Int {
         let rows = try await db.query(

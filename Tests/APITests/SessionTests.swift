@@ -232,6 +232,23 @@ extension Data {
         }
     }
 
+    /// `GET /meals` reads the account inside its page statement (tier, existence, live sign-in), trusting the cache only
+    /// for who calls: a revoked sign-in or a deleted user is refused there too, and the cache forgets the sign-in.
+    @Test func theMealsPageChecksTheSignInInItsOwnStatement() async throws {
+        try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "300"]) { api, client in
+            let revoked = try await api.register(client)
+            let deleted = try await api.register(client)
+            #expect(try await client.call(.get, "meals", token: revoked.accessToken).status == 200)
+            #expect(try await client.call(.get, "meals", token: deleted.accessToken).status == 200)
+            try await api.database.execute("UPDATE refresh_tokens SET revoked_at = now() WHERE user_id = $1", [revoked.id])
+            try await api.database.execute("DELETE FROM users WHERE id = $1", [deleted.id])
+            let refused = try await client.call(.get, "meals", token: revoked.accessToken)
+            #expect(refused.status == 401 && refused.errorCode == "UNAUTHORIZED")
+            #expect(try await client.call(.get, "meals", token: deleted.accessToken).status == 401)
+            #expect(try await !SessionCacheTests.accepted(client, revoked.accessToken))
+        }
+    }
+
     @Test func zeroTurnsTheCacheOff() async throws {
         try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "0"]) { api, client in
             let account = try await api.register(client)

@@ -27,11 +27,14 @@ struct MealsRoutes {
     }
 
     func list(_ request: Request, _ context: APIContext) async throws -> Response {
-        let caller = try await authenticator.caller(request)
+        // Who calls, from the session cache; the account (its tier, and that it and the sign-in still exist) is read
+        // in the page's own statement: one query per request.
+        let principal = try await authenticator.principal(request)
         let limit = try request.integer("limit", default: 20, in: 1...100)
         let offset = try request.integer("offset", default: 0, in: 0...1_000_000)
-        let since = Self.historyStart(for: caller.user.tier)
-        let (meals, total) = try await Meals(database).page(userID: caller.user.id, since: since, limit: limit, offset: offset)
+        guard let (_, since, meals, total) = try await Meals(database).page(
+            ofUser: principal.userID, liveSession: principal.sessionID, now: Date(), limit: limit, offset: offset)
+        else { throw authenticator.signedOut(principal) }
         return try Envelope.success(Page(
             meals: meals.map(MealDTO.init),
             pagination: .init(limit: limit, offset: offset, total: total, hasMore: offset + meals.count < total),
