@@ -5,8 +5,9 @@ import Redis
 /// so leases and schedules do not depend on the workers' clocks agreeing.
 ///
 /// Key layout for queue `q` under prefix `p` (`base` = `p:{q}:`):
-/// `base..stream` (stream of job ids, consumer group `workers`; acknowledged entries are trimmed from its head), `base..job:<id>` (hash: the job's record; a queued job has
-/// no `status` and no `attempts` yet: they are written when it starts),
+/// `base..stream` (stream of job ids, consumer group `workers`; acknowledged entries are trimmed from its head),
+/// `base..job:<id>` (hash: the job's record; a queued job has no `status` and no `attempts` yet: they are written
+/// when it starts),
 /// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
 /// `base..dead` (zset by death time, capped), `base..stats` (hash of monotonic totals),
 /// `base..unique:<key>` (string: the job id holding the key), `base..cron` (hash: schedule → last fire time),

@@ -5,7 +5,8 @@ import Synchronization
 private let scriptNumbers = Atomic<Int>(0)
 
 /// A Lua script run with `EVALSHA`. The client loads it once per server (`SCRIPT LOAD`) and
-/// reloads it when the server answers `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
+/// reloads it when the server answers `NOSCRIPT` (after a restart or `SCRIPT FLUSH`). Make each script once
+/// (a `static let`): every instance is a script of its own to the client's cache.
 public struct RedisScript: Sendable, Hashable {
     public let name: String
     public let source: String
