@@ -349,6 +349,28 @@ import Testing
         #expect(stats.queued == 3 && stats.running == 2)
     }
 
+    /// Trimming stops at the oldest entry still pending: a job whose worker went quiet keeps its entry behind any
+    /// number of finished ones, and comes back when its lease runs out.
+    @Test func trimmingNeverDropsAPendingEntry() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let job = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions())
+        _ = try await env.queue.enqueue(Array(repeating: job, count: 500))
+        let quiet = try #require(try await env.queue.reserve(queue: "default", count: 1, consumer: "quiet").first)
+        while true {
+            let jobs = try await env.queue.reserve(queue: "default", count: 200, consumer: "busy")
+            if jobs.isEmpty { break }
+            try await env.queue.record(jobs.map { .succeeded($0, result: "null", retention: .seconds(60)) })
+        }
+        let stream = env.queue.keys("default").stream
+        #expect(try await env.redis.send(["XRANGE", stream, quiet.entry, quiet.entry]).array?.count == 1)
+        try await Task.sleep(for: .milliseconds(3200))
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default") == [quiet.id])
+        let again = try await env.queue.reserve(queue: "default", count: 10, consumer: "busy")
+        #expect(again.map(\.id) == [quiet.id])
+    }
+
     @Test func theDeadSetIsCapped() async throws {
         let env = try TestEnvironment(options: QueueOptions(deadSetCap: 3))
         defer { Task { await env.cleanUp() } }
