@@ -170,12 +170,18 @@ extension JobQueue {
         return (parts.first?.int ?? 0, next < 0 ? nil : .milliseconds(next))
     }
 
-    /// Hands back jobs whose lease ran out. Returns their ids.
-    public func reclaimExpiredLeases(queue: String, limit: Int = 500) async throws -> [JobID] {
+    /// Hands back jobs whose lease ran out. Returns their ids. Also forgets consumers that hold nothing and were not
+    /// seen for `forgetConsumersAfter` (workers killed without a shutdown): a live worker reads every few seconds.
+    public func reclaimExpiredLeases(
+        queue: String, limit: Int = 500, forgetConsumersAfter: Duration = .seconds(3600)
+    ) async throws -> [JobID] {
         let k = keys(queue)
         let minimum = catalog.kinds.values.filter { $0.queue == queue }.map(\.visibilityTimeout).min() ?? .seconds(30)
         let reply = try await redis.run(
-            Scripts.reclaim, keys: [k.stream], arguments: [k.base, QueueKeys.group, String(minimum.milliseconds), String(limit)])
+            Scripts.reclaim, keys: [k.stream],
+            arguments: [
+                k.base, QueueKeys.group, String(minimum.milliseconds), String(limit), String(forgetConsumersAfter.milliseconds),
+            ])
         return (reply.array ?? []).compactMap { $0.string.map(JobID.init(trusted:)) }
     }
 }

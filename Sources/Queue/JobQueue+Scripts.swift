@@ -266,7 +266,9 @@ enum Scripts {
 
     /// Hands back jobs whose lease ran out (their worker died or hung): the entry idle longer than the job's
     /// visibility timeout. A live worker's heartbeat (`XCLAIM … JUSTID`) resets the idle time, so it keeps its jobs.
-    /// KEYS: stream. ARGV: prefix, group, minIdleMs, limit. Returns the ids handed back.
+    /// Consumers that hold nothing and were idle longer than `consumerIdleMs` are deleted (their workers are gone: a
+    /// live one reads every few seconds, and a deleted consumer is made again by its next read).
+    /// KEYS: stream. ARGV: prefix, group, minIdleMs, limit, consumerIdleMs. Returns the ids handed back.
     static let reclaim = RedisScript(
         name: "reclaim",
         source: prelude + """
@@ -299,6 +301,16 @@ enum Scripts {
               end
             end
             trim(stream, group)
+            local consumers = redis.pcall('XINFO', 'CONSUMERS', stream, group)
+            if not consumers.err then
+              for _, c in ipairs(consumers) do
+                local fields = {}
+                for i = 1, #c, 2 do fields[c[i]] = c[i + 1] end
+                if tonumber(fields['pending']) == 0 and tonumber(fields['idle']) > tonumber(ARGV[5]) then
+                  redis.call('XGROUP', 'DELCONSUMER', stream, group, fields['name'])
+                end
+              end
+            end
             return out
             """)
 

@@ -371,6 +371,22 @@ import Testing
         #expect(again.map(\.id) == [quiet.id])
     }
 
+    /// Workers killed without a shutdown leave consumers behind; once idle past the limit and holding nothing, the
+    /// reclaimer deletes them. One that still holds a job stays until the job is handed back.
+    @Test func consumersOfVanishedWorkersAreForgotten() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"], consumer: "ghost")
+        _ = try await env.enqueue()
+        #expect(try await env.queue.reserve(queue: "default", count: 1, consumer: "holder").count == 1)
+        try await Task.sleep(for: .milliseconds(400))
+        _ = try await env.queue.reclaimExpiredLeases(queue: "default", forgetConsumersAfter: .milliseconds(200))
+        let stream = env.queue.keys("default").stream
+        let consumers = try await env.redis.send(["XINFO", "CONSUMERS", stream, QueueKeys.group]).array ?? []
+        let names = consumers.compactMap { $0.array?[1].string }
+        #expect(names == ["holder"])
+    }
+
     @Test func theDeadSetIsCapped() async throws {
         let env = try TestEnvironment(options: QueueOptions(deadSetCap: 3))
         defer { Task { await env.cleanUp() } }
