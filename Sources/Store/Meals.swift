@@ -63,17 +63,16 @@ public struct Meals: Sendable {
     /// `Users.find(id:liveSession:)` checks). One statement per request instead of the account read and the page.
     public func page(
         ofUser userID: String, liveSession session: UUID?, now: Date, limit: Int, offset: Int
-    ) async throws -> (tier: Tier, since: Date?, meals: [Meal], total: Int)? {
+    ) async throws -> (since: Date?, meals: [Meal], total: Int)? {
         let rows = try await db.query(Self.userPage, [userID, session, now, limit, offset])
         guard let first = rows.first else { return nil }
-        let tier = Tier(rawValue: try first.decode("subscription_tier", as: String.self)) ?? .free
         let since: Date? = try first.decode("since")
         // A user without meals in the window comes back as one row of the user with no meal (the outer join).
         guard let total: Int = try first.decode("total") else {
             let past = offset == 0 ? 0 : try await count(userID: userID, since: since)
-            return (tier, since, [], past)
+            return (since, [], past)
         }
-        return (tier, since, try rows.map(Meal.init), total)
+        return (since, try rows.map(Meal.init), total)
     }
 
     /// The tiers' history windows, from `Tier.historyDays` (constants of the code, not user data).
@@ -87,7 +86,7 @@ public struct Meals: Sendable {
               WHERE id = $1
                 AND ($2::uuid IS NULL OR NOT EXISTS (
                   SELECT 1 FROM refresh_tokens WHERE family_id = $2 AND revoked_at IS NOT NULL)))
-            SELECT u.subscription_tier, u.since, m.* FROM u LEFT JOIN LATERAL (
+            SELECT u.since, m.* FROM u LEFT JOIN LATERAL (
               SELECT \(Meal.columns), count(*) OVER () AS total FROM meals
               WHERE user_id = $1 AND (u.since IS NULL OR created_at >= u.since)
               ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5) m ON true

@@ -32,7 +32,7 @@ struct MealsRoutes {
         let principal = try await authenticator.principal(request)
         let limit = try request.integer("limit", default: 20, in: 1...100)
         let offset = try request.integer("offset", default: 0, in: 0...1_000_000)
-        guard let (_, since, meals, total) = try await Meals(database).page(
+        guard let (since, meals, total) = try await Meals(database).page(
             ofUser: principal.userID, liveSession: principal.sessionID, now: Date(), limit: limit, offset: offset)
         else { throw authenticator.signedOut(principal) }
         return try Envelope.success(Page(
