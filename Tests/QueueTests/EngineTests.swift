@@ -330,17 +330,12 @@ import Testing
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
-        let job = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions())
-        _ = try await env.queue.enqueue(Array(repeating: job, count: 1000))
-        while true {
-            let jobs = try await env.queue.reserve(queue: "default", count: 300, consumer: "c")
-            if jobs.isEmpty { break }
-            try await env.queue.record(jobs.map { .succeeded($0, result: "null", retention: .seconds(60)) })
-        }
+        try await env.enqueueNoops(1000)
+        try await env.finishAll(batch: 300, consumer: "c")
         let stream = env.queue.keys("default").stream
         // Redis keeps 100 entries per stream node; the node holding the last delivered entry stays.
         #expect(try await env.redis.send(["XLEN", stream]).int ?? -1 <= 100)
-        _ = try await env.queue.enqueue(Array(repeating: job, count: 5))
+        try await env.enqueueNoops(5)
         var stats = try await env.stats()
         #expect(stats.queued == 5 && stats.running == 0 && stats.succeededTotal == 1000)
         let running = try await env.queue.reserve(queue: "default", count: 2, consumer: "c")
@@ -355,14 +350,9 @@ import Testing
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
-        let job = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions())
-        _ = try await env.queue.enqueue(Array(repeating: job, count: 500))
+        try await env.enqueueNoops(500)
         let quiet = try #require(try await env.queue.reserve(queue: "default", count: 1, consumer: "quiet").first)
-        while true {
-            let jobs = try await env.queue.reserve(queue: "default", count: 200, consumer: "busy")
-            if jobs.isEmpty { break }
-            try await env.queue.record(jobs.map { .succeeded($0, result: "null", retention: .seconds(60)) })
-        }
+        try await env.finishAll(batch: 200, consumer: "busy")
         let stream = env.queue.keys("default").stream
         #expect(try await env.redis.send(["XRANGE", stream, quiet.entry, quiet.entry]).array?.count == 1)
         try await Task.sleep(for: .milliseconds(3200))

@@ -69,6 +69,20 @@ struct TestEnvironment {
         redis.close()
     }
 
+    /// Enqueues `count` plain noop jobs in one bulk.
+    func enqueueNoops(_ count: Int) async throws {
+        _ = try await queue.enqueue(Array(repeating: (kind: "noop", payload: .object([:]), options: EnqueueOptions()), count: count))
+    }
+
+    /// Reserves and records as succeeded, `batch` at a time, every job of `queue` left to deliver.
+    func finishAll(queue name: String = "default", batch: Int, consumer: String) async throws {
+        while true {
+            let jobs = try await queue.reserve(queue: name, count: batch, consumer: consumer)
+            if jobs.isEmpty { return }
+            try await queue.record(jobs.map { .succeeded($0, result: "null", retention: .seconds(60)) })
+        }
+    }
+
     func enqueue(_ payload: JSONValue = .object([:]), kind: String = "noop", options: EnqueueOptions = .init()) async throws -> JobID {
         try requireID(await queue.enqueue(kind, payload: payload, options: options))
     }
