@@ -6,7 +6,12 @@ import Synchronization
 /// An OS thread that owns one `RedisConnection` and runs every call on it, so blocking hiredis calls never touch
 /// Swift's cooperative pool. Requests queued while a batch is in flight go out together as one pipeline
 /// (automatic pipelining: many concurrent single commands cost one round-trip).
-final class ConnectionThread: Sendable {
+///
+/// The thread is also a task executor. A task that prefers it (`withTaskExecutorPreference`) runs on this thread
+/// between round-trips: its command is queued without waking another thread, and the reply resumes it here without
+/// handing it back to the cooperative pool. A caller that awaits one command after another saves two thread switches
+/// per command. Its code holds up the connection while it runs, so only short, non-blocking work belongs there.
+final class ConnectionThread: TaskExecutor, Sendable {
     struct Request: Sendable {
         var commands: [[String]]
         /// Extra read time for a blocking command (`BLOCK`/`BLPOP`), added to the configured read timeout.
@@ -16,6 +21,8 @@ final class ConnectionThread: Sendable {
 
     private struct State {
         var queue: [Request] = []
+        /// Jobs of tasks that prefer this thread as their executor.
+        var jobs: [UnownedJob] = []
         var closed = false
         var clientID = 0
     }
@@ -25,6 +32,8 @@ final class ConnectionThread: Sendable {
     private let configuration: RedisConfiguration
     private let logger: Logger
     private let name: String
+    /// The OS thread's id once it runs (0 before), so a caller can tell it is on this thread.
+    private let threadID = Atomic<UInt>(0)
 
     init(name: String, configuration: RedisConfiguration, logger: Logger) {
         self.name = name
@@ -53,6 +62,24 @@ final class ConnectionThread: Sendable {
         }
     }
 
+    /// True on this connection's own thread.
+    var isCurrent: Bool { threadID.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let accepted = state.withLock { state -> Bool in
+            if state.closed { return false }
+            state.jobs.append(job)
+            return true
+        }
+        if accepted {
+            wakeup.signal()
+        } else {
+            // A closed thread runs nothing more: the task goes on in the cooperative pool.
+            globalConcurrentExecutor.enqueue(job)
+        }
+    }
+
     /// Stops the thread after the queued requests are answered.
     func close() {
         state.withLock { $0.closed = true }
@@ -64,12 +91,28 @@ final class ConnectionThread: Sendable {
         var failures = 0
         var nextAttempt = ContinuousClock.now
         var lastError: RedisError?
+        threadID.store(UInt(pthread_self()), ordering: .relaxed)
         while true {
             wakeup.wait()
+            var jobs = state.withLock { state -> [UnownedJob] in
+                let jobs = state.jobs
+                state.jobs.removeAll(keepingCapacity: true)
+                return jobs
+            }
+            while !jobs.isEmpty {
+                // Tasks that prefer this thread: they run until they suspend, usually on a command for this connection.
+                for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+                jobs = state.withLock { state -> [UnownedJob] in
+                    let jobs = state.jobs
+                    state.jobs.removeAll(keepingCapacity: true)
+                    return jobs
+                }
+            }
             let (batch, closed) = state.withLock { state -> ([Request], Bool) in
                 let batch = state.queue
                 state.queue.removeAll(keepingCapacity: true)
-                return (batch, state.closed)
+                // Not done while a task's job waits (its enqueue signalled: the next wait returns at once).
+                return (batch, state.closed && state.jobs.isEmpty)
             }
             if batch.isEmpty {
                 if closed { break }

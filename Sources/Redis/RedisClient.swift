@@ -33,8 +33,20 @@ public final class RedisClient: Sendable {
         for thread in threads { thread.close() }
     }
 
+    /// A task executor on one of the pool's connection threads. A task that prefers it
+    /// (`withTaskExecutorPreference(redis.executor) { … }`) sends its commands on that connection and is resumed
+    /// there, without a thread switch each way: for a caller that awaits one command after another (a producer
+    /// enqueueing one job at a time). Its code holds up the connection while it runs, so keep it short and
+    /// non-blocking.
+    public var executor: any TaskExecutor { threads[0] }
+
+    /// True when the caller runs on one of this pool's connection threads (a task preferring ``executor``).
+    var isOnConnectionThread: Bool { threads.contains { $0.isCurrent } }
+
+    /// The connection of the thread we are on (a task preferring ``executor``), else the next in turn.
     private func pick() -> ConnectionThread {
-        threads[next.wrappingAdd(1, ordering: .relaxed).oldValue % threads.count]
+        for thread in threads where thread.isCurrent { return thread }
+        return threads[next.wrappingAdd(1, ordering: .relaxed).oldValue % threads.count]
     }
 
     /// Sends one command. An error reply throws `RedisError` with code `.server`.

@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Redis
+
+/// `RedisClient.executor`: a task that prefers it runs on a connection thread and keeps its commands on that
+/// connection, so awaiting one command after another costs no thread switch.
+@Suite struct RedisExecutorTests {
+    @Test func aTaskPreferringTheExecutorStaysOnOneConnectionAndItsThread() async throws {
+        let redis = try TestRedis.client(poolSize: 4)
+        defer { redis.close() }
+        let key = TestRedis.namespace()
+        #expect(!redis.isOnConnectionThread)
+        let (ids, onThread) = try await withTaskExecutorPreference(redis.executor) {
+            var ids = Set<Int>()
+            var onThread = true
+            for _ in 0..<40 {
+                ids.insert(try #require(try await redis.send("CLIENT", "ID").int))
+                try await redis.send("INCR", key)
+                onThread = onThread && redis.isOnConnectionThread
+            }
+            return (ids, onThread)
+        }
+        // Resumed on the connection's thread after every reply, and every command went to that one connection
+        // (the pool's other three take turns otherwise).
+        #expect(onThread)
+        #expect(ids.count == 1)
+        #expect(try await redis.send("GET", key) == .bulk("40"))
+        // Other callers still share the whole pool.
+        var others = Set<Int>()
+        for _ in 0..<8 { others.insert(try #require(try await redis.send("CLIENT", "ID").int)) }
+        #expect(others.count == 4)
+        try await redis.send("DEL", key)
+    }
+
+    /// Many tasks on the one thread: their commands are pipelined together, and each gets its own reply.
+    @Test func concurrentTasksOnTheExecutorGetTheirOwnReplies() async throws {
+        let redis = try TestRedis.client(poolSize: 2)
+        defer { redis.close() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<500 {
+                group.addTask(executorPreference: redis.executor) {
+                    let reply = try await redis.send("ECHO", "value-\(i)")
+                    #expect(reply == .bulk("value-\(i)"))
+                    #expect(redis.isOnConnectionThread)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// A closed client's thread stops; a task that prefers it must go on elsewhere, not wait forever.
+    @Test func aTaskOutlivingItsClientGoesOnInTheCooperativePool() async throws {
+        let redis = try TestRedis.client(poolSize: 1)
+        let outcome = Mutex<String?>(nil)
+        // Detached and watched from here, so that a task stranded on the stopped thread fails the test, not hangs it.
+        Task.detached {
+            let text = await withTaskExecutorPreference(redis.executor) { () async -> String in
+                do {
+                    try await redis.send("PING")
+                    redis.close()
+                    try await Task.sleep(for: .milliseconds(50))
+                    try await redis.send("PING")
+                    return "answered after close"
+                } catch let error as RedisError {
+                    return "\(error.code)"
+                } catch {
+                    return "\(error)"
+                }
+            }
+            outcome.withLock { $0 = text }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while outcome.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(outcome.withLock { $0 } == "closed")
+    }
+}
