@@ -2,7 +2,8 @@
 # Queue benchmark, carbscan against Sidekiq 6.4 on the same machine and Redis, in one run.
 #   ops/bench/queue.sh [--runs N]     (default 3; figures are medians)
 # Writes ops/bench/results/queue-<date>.md (with the machine's description) and the raw JSON beside it.
-# REPORT_ONLY=1 rewrites the report from that day's JSON.
+# REPORT_ONLY=1 rewrites the report from that day's JSON. BENCH_TAG=x names the files queue-<date>-x (a second run
+# the same day keeps the first).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3
@@ -14,7 +15,7 @@ ops/services.sh start redis
 # shellcheck source=/dev/null
 source .local/env.sh
 
-day="$(date -u +%F)"
+day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
 out="ops/bench/results"
 mkdir -p "$out"
 if [[ "${REPORT_ONLY:-}" != 1 ]]; then
