@@ -22,6 +22,12 @@ enum Scripts {
         -- through printf's floating-point path ("%.14g"), which was 4% of Redis's time in the process benchmark:
         -- the per-job numbers go through the integer path instead.
         local function int(n) return string.format('%d', n) end
+        -- A reply of alternating names and values (XINFO's shape) as a table.
+        local function fieldsOf(flat)
+          local fields = {}
+          for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
+          return fields
+        end
         local function pushHistory(key, attempt, at, message)
           local raw = redis.call('HGET', key, 'errors')
           local list = {}
@@ -42,8 +48,7 @@ enum Scripts {
           local oldest = pending[1] and pending[1][1]
           if not oldest then
             for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
-              local fields = {}
-              for i = 1, #g, 2 do fields[g[i]] = g[i + 1] end
+              local fields = fieldsOf(g)
               if fields['name'] == group then oldest = fields['last-delivered-id'] end
             end
           end
@@ -315,8 +320,7 @@ enum Scripts {
             local consumers = redis.pcall('XINFO', 'CONSUMERS', stream, group)
             if not consumers.err then
               for _, c in ipairs(consumers) do
-                local fields = {}
-                for i = 1, #c, 2 do fields[c[i]] = c[i + 1] end
+                local fields = fieldsOf(c)
                 if tonumber(fields['pending']) == 0 and tonumber(fields['idle']) > tonumber(ARGV[5]) then
                   redis.call('XGROUP', 'DELCONSUMER', stream, group, fields['name'])
                 end

@@ -240,14 +240,9 @@ public final class JobQueue: Sendable {
             [["HGETALL", keys(queue).job(id)], ["ZSCORE", keys(queue).dead, id.rawValue]]
         })
         for (index, queue) in queues.enumerated() {
-            guard let flat = replies[index * 2].array, !flat.isEmpty else { continue }
-            var fields: [String: String] = [:]
-            var i = 0
-            while i + 1 < flat.count {
-                fields[flat[i].string ?? ""] = flat[i + 1].string
-                i += 2
-            }
-            return JobRecord(id: id, queue: queue, fields: fields, inDeadSet: !replies[index * 2 + 1].isNull)
+            guard let fields = replies[index * 2].fields, !fields.isEmpty else { continue }
+            return JobRecord(
+                id: id, queue: queue, fields: fields.compactMapValues(\.string), inDeadSet: !replies[index * 2 + 1].isNull)
         }
         return nil
     }
@@ -348,7 +343,7 @@ public final class JobQueue: Sendable {
 }
 
 extension RedisValue {
-    /// A flat array of alternating names and values (`XINFO`'s reply shape), as a dictionary.
+    /// A flat array of alternating names and values (`HGETALL`'s and `XINFO`'s reply shape), as a dictionary.
     fileprivate var fields: [String: RedisValue]? {
         guard let flat = array else { return nil }
         var fields: [String: RedisValue] = [:]

@@ -94,19 +94,9 @@ final class ConnectionThread: TaskExecutor, Sendable {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         while true {
             wakeup.wait()
-            var jobs = state.withLock { state -> [UnownedJob] in
-                let jobs = state.jobs
-                state.jobs.removeAll(keepingCapacity: true)
-                return jobs
-            }
-            while !jobs.isEmpty {
-                // Tasks that prefer this thread: they run until they suspend, usually on a command for this connection.
+            // Tasks that prefer this thread: they run until they suspend, usually on a command for this connection.
+            while case let jobs = takeJobs(), !jobs.isEmpty {
                 for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
-                jobs = state.withLock { state -> [UnownedJob] in
-                    let jobs = state.jobs
-                    state.jobs.removeAll(keepingCapacity: true)
-                    return jobs
-                }
             }
             let (batch, closed) = state.withLock { state -> ([Request], Bool) in
                 let batch = state.queue
@@ -148,6 +138,13 @@ final class ConnectionThread: TaskExecutor, Sendable {
             run(batch, on: connection)
         }
         connection.close()
+    }
+
+    private func takeJobs() -> [UnownedJob] {
+        state.withLock { state in
+            defer { state.jobs.removeAll(keepingCapacity: true) }
+            return state.jobs
+        }
     }
 
     private func run(_ batch: [Request], on connection: RedisConnection) {
