@@ -82,7 +82,7 @@ public struct Meals: Sendable {
         }
         return """
             WITH u AS (
-              SELECT subscription_tier, CASE subscription_tier \(windows.joined(separator: " ")) END AS since FROM users
+              SELECT CASE subscription_tier \(windows.joined(separator: " ")) END AS since FROM users
               WHERE id = $1
                 AND ($2::uuid IS NULL OR NOT EXISTS (
                   SELECT 1 FROM refresh_tokens WHERE family_id = $2 AND revoked_at IS NOT NULL)))

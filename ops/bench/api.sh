@@ -93,14 +93,12 @@ done
 user_id=$(psql "$DATABASE_URL" -Atc "SELECT id FROM users WHERE email = '$email'")
 family=$(psql "$DATABASE_URL" -Atc "SELECT family_id FROM refresh_tokens WHERE user_id = '$user_id' LIMIT 1")
 cat >"$work/page.sql" <<SQL
-WITH u AS (SELECT subscription_tier, CASE subscription_tier WHEN 'free' THEN now() - interval '7 days' WHEN 'essentials' THEN now() - interval '30 days' END AS since FROM users WHERE id = '$user_id' AND ('$family'::uuid IS NULL OR NOT EXISTS (SELECT 1 FROM refresh_tokens WHERE family_id = '$family' AND revoked_at IS NOT NULL))) SELECT u.since, m.* FROM u LEFT JOIN LATERAL (SELECT id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, created_at, updated_at, count(*) OVER () AS total FROM meals WHERE user_id = '$user_id' AND (u.since IS NULL OR created_at >= u.since) ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 0) m ON true;
+WITH u AS (SELECT CASE subscription_tier WHEN 'free' THEN now() - interval '7 days' WHEN 'essentials' THEN now() - interval '30 days' END AS since FROM users WHERE id = '$user_id' AND ('$family'::uuid IS NULL OR NOT EXISTS (SELECT 1 FROM refresh_tokens WHERE family_id = '$family' AND revoked_at IS NOT NULL))) SELECT u.since, m.* FROM u LEFT JOIN LATERAL (SELECT id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, created_at, updated_at, count(*) OVER () AS total FROM meals WHERE user_id = '$user_id' AND (u.since IS NULL OR created_at >= u.since) ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 0) m ON true;
 SQL
 for run in $(seq "$runs"); do
-    for statement in page; do
-        tps=$(pgbench -n -M prepared -c "$connections" -j 2 -T "$duration" -f "$work/$statement.sql" "$DATABASE_URL" 2>/dev/null |
-            sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-        echo "pg_$statement $tps 0 0" >>"$work/results"
-    done
+    tps=$(pgbench -n -M prepared -c "$connections" -j 2 -T "$duration" -f "$work/page.sql" "$DATABASE_URL" 2>/dev/null |
+        sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+    echo "pg_page $tps 0 0" >>"$work/results"
 done
 redis-cli -u "$REDIS_URL" --scan --pattern 'carbscan-bench:*' | xargs -r -n 500 redis-cli -u "$REDIS_URL" unlink >/dev/null
 
