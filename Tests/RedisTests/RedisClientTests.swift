@@ -47,15 +47,7 @@ import Testing
     @Test func concurrentCallsGetTheirOwnReplies() async throws {
         let redis = try TestRedis.client(poolSize: 2)
         defer { redis.close() }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for i in 0..<2000 {
-                group.addTask {
-                    let reply = try await redis.send("ECHO", "value-\(i)")
-                    #expect(reply == .bulk("value-\(i)"))
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await TestRedis.echoConcurrently(redis, count: 2000)
     }
 
     @Test func scriptsAreLoadedOnceAndReloadedAfterAFlush() async throws {

@@ -38,15 +38,8 @@ import Testing
     @Test func concurrentTasksOnTheExecutorGetTheirOwnReplies() async throws {
         let redis = try TestRedis.client(poolSize: 2)
         defer { redis.close() }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for i in 0..<500 {
-                group.addTask(executorPreference: redis.executor) {
-                    let reply = try await redis.send("ECHO", "value-\(i)")
-                    #expect(reply == .bulk("value-\(i)"))
-                    #expect(redis.isOnConnectionThread)
-                }
-            }
-            try await group.waitForAll()
+        try await TestRedis.echoConcurrently(redis, count: 500, executor: redis.executor) {
+            #expect(redis.isOnConnectionThread)
         }
     }
 
