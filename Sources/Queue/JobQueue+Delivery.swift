@@ -98,19 +98,29 @@ extension JobQueue {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })
             else { continue }
-            var pairs: [String] = []
+            // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis, enq; kind empty when
+            // the entry only names a job whose record exists).
+            var arguments = [keys(queue).base, QueueKeys.group, consumer] + deadArguments
             for entry in parts[1].array ?? [] {
-                guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].array, fields.count >= 2,
-                    let id = fields[1].string
+                guard let e = entry.array, e.count == 2, let entryID = e[0].string, let flat = e[1].array, flat.count >= 2,
+                    let id = flat[1].string
                 else { continue }
-                pairs.append(entryID)
-                pairs.append(id)
+                var job = ["", "", "", "", ""]
+                for i in stride(from: 2, to: flat.count - 1, by: 2) {
+                    switch flat[i].string {
+                    case "kind": job[0] = flat[i + 1].string ?? ""
+                    case "payload": job[1] = flat[i + 1].string ?? ""
+                    case "max": job[2] = flat[i + 1].string ?? ""
+                    case "vis": job[3] = flat[i + 1].string ?? ""
+                    case "enq": job[4] = flat[i + 1].string ?? ""
+                    default: break
+                    }
+                }
+                arguments += [entryID, id] + job
             }
-            guard !pairs.isEmpty else { continue }
+            guard arguments.count > 6 else { continue }
             let k = keys(queue)
-            let started = try await redis.run(
-                Scripts.start, keys: [k.stream, k.dead, k.stats],
-                arguments: [k.base, QueueKeys.group, consumer] + deadArguments + pairs)
+            let started = try await redis.run(Scripts.start, keys: [k.stream, k.dead, k.stats], arguments: arguments)
             jobs += Self.decodeJobs(started, queue: queue)
         }
         return jobs

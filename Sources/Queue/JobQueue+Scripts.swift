@@ -5,7 +5,9 @@ import Redis
 /// so leases and schedules do not depend on the workers' clocks agreeing.
 ///
 /// Key layout for queue `q` under prefix `p` (`base` = `p:{q}:`):
-/// `base..stream` (stream of job ids, consumer group `workers`; acknowledged entries are trimmed from its head),
+/// `base..stream` (stream of jobs, consumer group `workers`; acknowledged entries are trimmed from its head): an
+/// entry names a job (`id`) whose record exists, or carries one enqueued without a record (`id`, `kind`, `payload`,
+/// `max`, `vis`, `enq`), whose record the start script writes,
 /// `base..job:<id>` (hash: the job's record; a queued job has no `status` and no `attempts` yet: they are written
 /// when it starts),
 /// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
@@ -75,7 +77,21 @@ enum Scripts {
           end
           redis.call('PUBLISH', prefix .. 'events', id .. ' failed')
         end
-        -- Marks delivered entries as running and returns what the worker needs to run them.
+        -- The job an entry carries ({kind, payload, max, vis, enq}), or nil when it only names one (`id`).
+        local function carried(flat)
+          if #flat <= 2 then return nil end
+          local f = fieldsOf(flat)
+          return {f['kind'], f['payload'], f['max'], f['vis'], f['enq']}
+        end
+        -- The 8 fields the worker reads per started job.
+        local function started(out, id, entry, kind, payload, attempts, max, fire, enq)
+          local n = #out
+          out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, kind, payload
+          out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempts, max, fire, enq
+        end
+        -- Marks delivered entries ({entry, id, carried job or nil}) as running and returns what the worker needs to
+        -- run them. An entry that carries its job is its first delivery (a reclaim hands back a copy), so there is no
+        -- record to read: it is written whole, in one call.
         -- A job delivered more times than it has attempts (its workers died mid-job) is buried instead:
         -- a message that crashes workers never loops.
         local function start(stream, deadKey, statsKey, prefix, group, consumer, entries, deadRetention, deadCap, maxAge)
@@ -83,26 +99,31 @@ enum Scripts {
           local nowText = int(now)
           local out = {}
           for _, e in ipairs(entries) do
-            local entry, id = e[1], e[2]
+            local entry, id, job = e[1], e[2], e[3]
             local key = prefix .. 'job:' .. id
-            local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts')
-            if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
-              redis.call('XACK', stream, group, entry)
+            if job then
+              redis.call('HSET', key, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4], 'enq', job[5],
+                'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', '1')
+              started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', job[5])
             else
-              -- Counted here and written with the status below: one call less per job than HINCRBY.
-              local attempts = tonumber(f[7] or '0') + 1
-              local max = tonumber(f[3])
-              if attempts > max then
-                redis.call('HSET', key, 'attempts', attempts)
+              local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts')
+              if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
                 redis.call('XACK', stream, group, entry)
-                bury(prefix, deadKey, statsKey, id, now,
-                  'delivered ' .. (attempts - 1) .. ' times without finishing (its workers stopped mid-job)',
-                  deadRetention, deadCap, maxAge)
               else
-                redis.call('HSET', key, 'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', int(attempts))
-                local n = #out
-                out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, f[1], f[2]
-                out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempts, max, f[5] or '', f[6] or ''
+                -- Counted here and written with the status below: one call less per job than HINCRBY.
+                local attempts = tonumber(f[7] or '0') + 1
+                local max = tonumber(f[3])
+                if attempts > max then
+                  redis.call('HSET', key, 'attempts', attempts)
+                  redis.call('XACK', stream, group, entry)
+                  bury(prefix, deadKey, statsKey, id, now,
+                    'delivered ' .. (attempts - 1) .. ' times without finishing (its workers stopped mid-job)',
+                    deadRetention, deadCap, maxAge)
+                else
+                  redis.call('HSET', key, 'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry,
+                    'attempts', int(attempts))
+                  started(out, id, entry, f[1], f[2], attempts, max, f[5] or '', f[6] or '')
+                end
               end
             end
           end
@@ -173,18 +194,23 @@ enum Scripts {
             local reply = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', ARGV[4], 'STREAMS', KEYS[1], '>')
             if not reply then return {} end
             local entries = {}
-            for _, e in ipairs(reply[1][2]) do table.insert(entries, {e[1], e[2][2]}) end
+            for _, e in ipairs(reply[1][2]) do table.insert(entries, {e[1], e[2][2], carried(e[2])}) end
             return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
               tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
             """)
 
     /// Starts entries that a blocking `XREADGROUP` delivered. KEYS: stream, dead, stats.
-    /// ARGV: prefix, group, consumer, deadRetentionMs, deadCap, deadMaxAgeMs, then entry, id pairs.
+    /// ARGV: prefix, group, consumer, deadRetentionMs, deadCap, deadMaxAgeMs, then per entry: entry, id, kind,
+    /// payload, max, vis, enq (kind empty for an entry that only names its job).
     static let start = RedisScript(
         name: "start",
         source: prelude + """
             local entries = {}
-            for i = 7, #ARGV, 2 do table.insert(entries, {ARGV[i], ARGV[i+1]}) end
+            for i = 7, #ARGV, 7 do
+              local job = nil
+              if ARGV[i+2] ~= '' then job = {ARGV[i+2], ARGV[i+3], ARGV[i+4], ARGV[i+5], ARGV[i+6]} end
+              table.insert(entries, {ARGV[i], ARGV[i+1], job})
+            end
             return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
               tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
             """)
@@ -298,10 +324,20 @@ enum Scripts {
               if #e == 0 then
                 redis.call('XACK', stream, group, entry)
               else
-                local id = e[1][2][2]
+                local flat = e[1][2]
+                local id = flat[2]
                 local key = prefix .. 'job:' .. id
                 local f = redis.call('HMGET', key, 'vis', 'status', 'attempts', 'entry', 'kind')
-                if not f[5] then
+                local job = carried(flat)
+                if not f[5] and job then
+                  -- Delivered but never started (its worker died between the read and the start): a copy of the
+                  -- entry, once it has waited the job's visibility timeout.
+                  if idle >= tonumber(job[4] or '30000') then
+                    redis.call('XACK', stream, group, entry)
+                    redis.call('XADD', stream, '*', unpack(flat))
+                    table.insert(out, id)
+                  end
+                elseif not f[5] then
                   redis.call('XACK', stream, group, entry)
                 elseif idle >= tonumber(f[1] or '30000') then
                   redis.call('XACK', stream, group, entry)

@@ -32,8 +32,15 @@ struct QueueBench: AsyncParsableCommand {
     @Option(help: "Concurrency per worker process.") var concurrency: Int = 100
     @Option(help: "Pickup-latency jobs.") var pickupJobs: Int = 2_000
     @Option(help: "Pickup-latency send rate (jobs/s).") var pickupRate: Double = 200
+    @Option(help: "Figures to measure, comma-separated: bulk, single, process, pickup (for profiling one of them).")
+    var only: String = "bulk,single,process,pickup"
 
     func run() async throws {
+        let figures = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        let known: Set = ["bulk", "single", "process", "pickup"]
+        guard !figures.isEmpty, figures.isSubset(of: known) else {
+            throw ValidationError("--only takes a comma-separated list of \(known.sorted().joined(separator: ", "))")
+        }
         LogSetup.bootstrap()
         let logger = Logger(label: "carbscan.bench")
         let catalog = try global.catalog()
@@ -63,25 +70,33 @@ struct QueueBench: AsyncParsableCommand {
             try p.run()
             processes.append(p)
         }
-        // Ready: every worker took part in a warm-up of 1,000 jobs.
+        // Ready: every worker reads the queue, and (when processing is measured) took part in a warm-up of 1,000 jobs.
         try await waitForConsumers(workers, queue: queue)
-        _ = try await processBatch(1000, queue: queue, environment: environment, executable: executable, pids: [])
+        if !figures.isDisjoint(with: ["process", "pickup"]) {
+            _ = try await processBatch(1000, queue: queue, environment: environment, executable: executable, pids: [])
+        }
 
         var results: [[String: Double]] = []
         for run in 1...runs {
             var r: [String: Double] = [:]
-            r["bulk_enqueue_per_s"] = try await bulkEnqueue(enqueueQueue)
-            r["single_enqueue_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 1)
-            r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 64)
+            if figures.contains("bulk") { r["bulk_enqueue_per_s"] = try await bulkEnqueue(enqueueQueue) }
+            if figures.contains("single") {
+                r["single_enqueue_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 1)
+                r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 64)
+            }
             try await clear(prefix + "-enqueue", redis)
-            let process = try await processBatch(
-                jobs, queue: queue, environment: environment, executable: executable, pids: processes.map(\.processIdentifier))
-            r["process_per_s"] = process.rate
-            r["worker_cpu_us_per_job"] = process.cpuMicrosPerJob
-            let latency = try await pickup(queue)
-            r["pickup_p50_ms"] = latency.p50
-            r["pickup_p99_ms"] = latency.p99
-            r["pickup_max_ms"] = latency.max
+            if figures.contains("process") {
+                let process = try await processBatch(
+                    jobs, queue: queue, environment: environment, executable: executable, pids: processes.map(\.processIdentifier))
+                r["process_per_s"] = process.rate
+                r["worker_cpu_us_per_job"] = process.cpuMicrosPerJob
+            }
+            if figures.contains("pickup") {
+                let latency = try await pickup(queue)
+                r["pickup_p50_ms"] = latency.p50
+                r["pickup_p99_ms"] = latency.p99
+                r["pickup_max_ms"] = latency.max
+            }
             FileHandle.standardError.write(Data("run \(run): \(r)\n".utf8))
             results.append(r)
         }

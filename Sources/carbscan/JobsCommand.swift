@@ -82,7 +82,7 @@ struct JobsCommand: AsyncParsableCommand {
             try await reportingErrors {
                 let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
                 let jobID = try parseJobID(id)
-                guard let record = try await queue.record(jobID) else { throw CLIError("no job \(id) (unknown, or expired by retention)", exitCode: 4) }
+                guard let record = try await queue.record(jobID, searchingStreams: true) else { throw CLIError("no job \(id) (unknown, or expired by retention)", exitCode: 4) }
                 if json {
                     print(try jsonText(record))
                 } else {

@@ -28,20 +28,25 @@ import Testing
     }
 
     /// A blocking read delivers entries before the start script marks them running; a worker that dies in between
-    /// leaves a pending entry whose job is still queued (no status yet). It comes back, it is not dropped.
-    @Test func anEntryDeliveredButNeverStartedIsRedelivered() async throws {
+    /// leaves a pending entry whose job is still queued (no status yet, or no record at all when the entry carries
+    /// the job). It comes back, whole, it is not dropped.
+    @Test(arguments: [false, true]) func anEntryDeliveredButNeverStartedIsRedelivered(indexed: Bool) async throws {
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
-        let id = try await env.enqueue()
+        let id = try await env.enqueue(["n": 7], options: EnqueueOptions(indexed: indexed))
         let stream = env.queue.keys("default").stream
         _ = try await env.redis.send(["XREADGROUP", "GROUP", QueueKeys.group, "crashed", "COUNT", "10", "STREAMS", stream, ">"])
-        #expect(try await env.status(id) == .queued)
+        #expect(try await env.queue.record(id, searchingStreams: true)?.status == .queued)
+        #expect(try await env.status(id) == (indexed ? .queued : nil))
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default").isEmpty)
         try await Task.sleep(for: .milliseconds(3200))
         #expect(try await env.queue.reclaimExpiredLeases(queue: "default") == [id])
         let again = try await env.queue.reserve(queue: "default", count: 10, consumer: "alive")
         #expect(again.map(\.id) == [id])
         #expect(again.first?.attempt == 1)
+        #expect(again.first?.payload == #"{"n":7}"#)
+        #expect(again.first?.maxAttempts == 3)
     }
 
     @Test func aHeartbeatKeepsALongJobFromBeingStolen() async throws {

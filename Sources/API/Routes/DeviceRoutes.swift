@@ -97,7 +97,7 @@ struct DeviceRoutes {
 
     /// Enqueues the job and waits for it (unless the client asked not to); the record as it stands then.
     private func run(_ payload: JSONValue, owner: String?, _ request: Request) async throws -> JobRecord {
-        let result = try await queue.enqueue("push-registration", payload: payload, options: EnqueueOptions(owner: owner))
+        let result = try await queue.enqueue("push-registration", payload: payload, options: EnqueueOptions(owner: owner, indexed: true))
         guard let id = result.id else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration was not queued") }
         // RFC 7240: the client would rather have the job id now than wait.
         let respondAsync = request.headers[values: HTTPField.Name("Prefer")!].contains { $0.lowercased().contains("respond-async") }
