@@ -130,6 +130,12 @@ import Workers
             #expect(async.headers[.location] == "/api/mobile/v1/jobs/\(jobID)")
             let job = try await client.call(.get, "jobs/\(jobID)", token: account.accessToken)
             #expect(job.status == 200 && job.data["type"].string == "push-registration")
+            // Without a token the job has no owner: the route still reads it right after the enqueue.
+            let anonymous = try await client.call(
+                .post, "devices/register", json: ["deviceToken": String(repeating: "ab", count: 32), "platform": "ios"],
+                headers: [HTTPField.Name("Prefer")!: "respond-async"])
+            #expect(anonymous.status == 202, "\(anonymous.text)")
+            #expect(anonymous.data["status"].string == "queued")
 
             // The same routes with a short wait, as the API would answer when its worker pool is down.
             let router = Router(context: APIContext.self)
