@@ -98,21 +98,20 @@ extension JobQueue {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })
             else { continue }
-            // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis, enq; kind empty when
-            // the entry only names a job whose record exists).
+            // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis; kind empty when the
+            // entry only names a job whose record exists).
             var arguments = [keys(queue).base, QueueKeys.group, consumer] + deadArguments
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let flat = e[1].array, flat.count >= 2,
                     let id = flat[1].string
                 else { continue }
-                var job = ["", "", "", "", ""]
+                var job = ["", "", "", ""]
                 for i in stride(from: 2, to: flat.count - 1, by: 2) {
                     switch flat[i].string {
                     case "kind": job[0] = flat[i + 1].string ?? ""
                     case "payload": job[1] = flat[i + 1].string ?? ""
                     case "max": job[2] = flat[i + 1].string ?? ""
                     case "vis": job[3] = flat[i + 1].string ?? ""
-                    case "enq": job[4] = flat[i + 1].string ?? ""
                     default: break
                     }
                 }

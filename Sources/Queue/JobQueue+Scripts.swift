@@ -7,7 +7,7 @@ import Redis
 /// Key layout for queue `q` under prefix `p` (`base` = `p:{q}:`):
 /// `base..stream` (stream of jobs, consumer group `workers`; acknowledged entries are trimmed from its head): an
 /// entry names a job (`id`) whose record exists, or carries one enqueued without a record (`id`, `kind`, `payload`,
-/// `max`, `vis`, `enq`), whose record the start script writes,
+/// `max`, `vis`; its enqueue time is the entry id's), whose record the start script writes,
 /// `base..job:<id>` (hash: the job's record; a queued job has no `status` and no `attempts` yet: they are written
 /// when it starts),
 /// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
@@ -77,11 +77,11 @@ enum Scripts {
           end
           redis.call('PUBLISH', prefix .. 'events', id .. ' failed')
         end
-        -- The job an entry carries ({kind, payload, max, vis, enq}), or nil when it only names one (`id`).
+        -- The job an entry carries ({kind, payload, max, vis}), or nil when it only names one (`id`).
         local function carried(flat)
           if #flat <= 2 then return nil end
           local f = fieldsOf(flat)
-          return {f['kind'], f['payload'], f['max'], f['vis'], f['enq']}
+          return {f['kind'], f['payload'], f['max'], f['vis']}
         end
         -- The 8 fields the worker reads per started job.
         local function started(out, id, entry, kind, payload, attempts, max, fire, enq)
@@ -91,7 +91,8 @@ enum Scripts {
         end
         -- Marks delivered entries ({entry, id, carried job or nil}) as running and returns what the worker needs to
         -- run them. An entry that carries its job is its first delivery (a reclaim hands back a copy), so there is no
-        -- record to read: it is written whole, in one call.
+        -- record to read: it is written whole, in one call, with the entry id's time (Redis's clock) as its enqueue
+        -- time.
         -- A job delivered more times than it has attempts (its workers died mid-job) is buried instead:
         -- a message that crashes workers never loops.
         local function start(stream, deadKey, statsKey, prefix, group, consumer, entries, deadRetention, deadCap, maxAge)
@@ -102,9 +103,10 @@ enum Scripts {
             local entry, id, job = e[1], e[2], e[3]
             local key = prefix .. 'job:' .. id
             if job then
-              redis.call('HSET', key, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4], 'enq', job[5],
+              local enq = string.match(entry, '^%d+')
+              redis.call('HSET', key, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4], 'enq', enq,
                 'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', '1')
-              started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', job[5])
+              started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
             else
               local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts')
               if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
@@ -201,14 +203,14 @@ enum Scripts {
 
     /// Starts entries that a blocking `XREADGROUP` delivered. KEYS: stream, dead, stats.
     /// ARGV: prefix, group, consumer, deadRetentionMs, deadCap, deadMaxAgeMs, then per entry: entry, id, kind,
-    /// payload, max, vis, enq (kind empty for an entry that only names its job).
+    /// payload, max, vis (kind empty for an entry that only names its job).
     static let start = RedisScript(
         name: "start",
         source: prelude + """
             local entries = {}
-            for i = 7, #ARGV, 7 do
+            for i = 7, #ARGV, 6 do
               local job = nil
-              if ARGV[i+2] ~= '' then job = {ARGV[i+2], ARGV[i+3], ARGV[i+4], ARGV[i+5], ARGV[i+6]} end
+              if ARGV[i+2] ~= '' then job = {ARGV[i+2], ARGV[i+3], ARGV[i+4], ARGV[i+5]} end
               table.insert(entries, {ARGV[i], ARGV[i+1], job})
             end
             return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
