@@ -147,7 +147,11 @@ public final class BlockingConnection: Sendable {
         try await thread.submit([], blockFor: timeout)[0]
     }
 
-    /// Ends a command blocked on the server now (it returns its timeout reply), through the pool.
+    /// This connection's `CLIENT ID` on the server (0 before it first connects).
+    public var clientID: Int { thread.clientID }
+
+    /// Ends a command blocked on the server now (it returns its timeout reply), through the pool. A command not yet
+    /// blocked on the server is not affected.
     public func unblock() async {
         let id = thread.clientID
         guard id != 0 else { return }

@@ -121,7 +121,14 @@ import Testing
         defer { blocking.close() }
         let key = TestRedis.namespace()
         let popped = Task { try await blocking.send(["BLPOP", key, "30"], blockFor: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(200))
+        // Unblocking acts on a command the server is blocked in: wait for that (a loaded run took over 200 ms to
+        // connect and send).
+        let blocked = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < blocked {
+            let id = blocking.clientID
+            if id != 0, try await redis.send("CLIENT", "LIST", "ID", String(id)).string?.contains("cmd=blpop") == true { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let started = ContinuousClock.now
         await blocking.unblock()
         #expect(try await popped.value == .null)
