@@ -100,24 +100,15 @@ extension JobQueue {
             else { continue }
             // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis; kind empty when the
             // entry only names a job whose record exists).
-            var arguments = [keys(queue).base, QueueKeys.group, consumer] + deadArguments
+            let leading = [keys(queue).base, QueueKeys.group, consumer] + deadArguments
+            var arguments = leading
             for entry in parts[1].array ?? [] {
-                guard let e = entry.array, e.count == 2, let entryID = e[0].string, let flat = e[1].array, flat.count >= 2,
-                    let id = flat[1].string
+                guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
+                    let id = fields["id"]?.string
                 else { continue }
-                var job = ["", "", "", ""]
-                for i in stride(from: 2, to: flat.count - 1, by: 2) {
-                    switch flat[i].string {
-                    case "kind": job[0] = flat[i + 1].string ?? ""
-                    case "payload": job[1] = flat[i + 1].string ?? ""
-                    case "max": job[2] = flat[i + 1].string ?? ""
-                    case "vis": job[3] = flat[i + 1].string ?? ""
-                    default: break
-                    }
-                }
-                arguments += [entryID, id] + job
+                arguments += [entryID, id] + ["kind", "payload", "max", "vis"].map { fields[$0]?.string ?? "" }
             }
-            guard arguments.count > 6 else { continue }
+            guard arguments.count > leading.count else { continue }
             let k = keys(queue)
             let started = try await redis.run(Scripts.start, keys: [k.stream, k.dead, k.stats], arguments: arguments)
             jobs += Self.decodeJobs(started, queue: queue)

@@ -395,7 +395,7 @@ public final class JobQueue: Sendable {
 
 extension RedisValue {
     /// A flat array of alternating names and values (`HGETALL`'s and `XINFO`'s reply shape), as a dictionary.
-    fileprivate var fields: [String: RedisValue]? {
+    var fields: [String: RedisValue]? {
         guard let flat = array else { return nil }
         var fields: [String: RedisValue] = [:]
         for i in stride(from: 0, to: flat.count - 1, by: 2) { fields[flat[i].string ?? ""] = flat[i + 1] }
