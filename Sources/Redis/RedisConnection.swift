@@ -8,6 +8,8 @@ final class RedisConnection {
     let configuration: RedisConfiguration
     /// `CLIENT ID`, used to interrupt a blocking command from another connection (`CLIENT UNBLOCK`).
     private(set) var clientID: Int = 0
+    /// The commands of the pipeline being sent, already encoded (reused: no allocation per call once warm).
+    private var output: [UInt8] = []
 
     init(configuration: RedisConfiguration) {
         self.configuration = configuration
@@ -63,11 +65,17 @@ final class RedisConnection {
     /// Writes all commands in one go, then reads every reply: one round-trip for the batch.
     func pipeline(_ commands: [[String]]) throws(RedisError) -> [RedisValue] {
         guard let context else { throw RedisError(.connection, "not connected") }
+        output.removeAll(keepingCapacity: true)
         for (index, arguments) in commands.enumerated() {
-            if Self.append(context, arguments) != REDIS_OK { throw fail(context) }
+            RESP.encode(arguments, into: &output)
             // A long pipeline goes out as it is formatted: Redis works on the first commands meanwhile.
-            if index % 256 == 255 { try flush(context) }
+            if index % 256 == 255 {
+                try hand(output, to: context)
+                output.removeAll(keepingCapacity: true)
+                try flush(context)
+            }
         }
+        if !output.isEmpty { try hand(output, to: context) }
         var replies: [RedisValue] = []
         replies.reserveCapacity(commands.count)
         for _ in commands {
@@ -78,6 +86,15 @@ final class RedisConnection {
             freeReplyObject(raw)
         }
         return replies
+    }
+
+    /// Commands already in the protocol's form go to hiredis's output buffer as they are
+    /// (`redisAppendFormattedCommand`); hiredis still does the writing and the reading.
+    private func hand(_ bytes: [UInt8], to context: UnsafeMutablePointer<redisContext>) throws(RedisError) {
+        let status = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { redisAppendFormattedCommand(context, $0.baseAddress, $0.count) }
+        }
+        if status != REDIS_OK { throw fail(context) }
     }
 
     /// Writes everything formatted so far (blocking until the socket took it).
@@ -107,31 +124,6 @@ final class RedisConnection {
         }
         if err == REDIS_ERR_PROTOCOL { return RedisError(.protocolError, text) }
         return RedisError(.connection, "\(configuration.displayAddress): \(text.isEmpty ? "connection lost" : text)")
-    }
-
-    private static func append(_ context: UnsafeMutablePointer<redisContext>, _ arguments: [String]) -> Int32 {
-        // The argument bytes, their pointers and lengths in scratch memory (on the stack when small): hiredis copies
-        // them into its output buffer before returning, so nothing outlives the call.
-        var total = 0
-        for argument in arguments { total += argument.utf8.count }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(total, 1)) { buffer in
-            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: arguments.count) { argv in
-                withUnsafeTemporaryAllocation(of: Int.self, capacity: arguments.count) { argvlen in
-                    var offset = 0
-                    for (index, var argument) in arguments.enumerated() {
-                        let start = buffer.baseAddress! + offset
-                        let count = argument.withUTF8 { bytes in
-                            if let base = bytes.baseAddress { start.update(from: base, count: bytes.count) }
-                            return bytes.count
-                        }
-                        argv[index] = UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self)
-                        argvlen[index] = count
-                        offset += count
-                    }
-                    return redisAppendCommandArgv(context, Int32(arguments.count), argv.baseAddress, argvlen.baseAddress)
-                }
-            }
-        }
     }
 
     private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisValue {
