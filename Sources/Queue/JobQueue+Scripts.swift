@@ -139,10 +139,14 @@ enum Scripts {
     /// Returns per job: the id, `dup:<id of the holder>` for a taken unique key, or `skip` for a cron fire already done.
     static let enqueue = RedisScript(
         name: "enqueue",
-        source: prelude + """
+        // Not the prelude: an API request enqueues one job per call, and defining the prelude's helpers was a tenth of
+        // the script's time. Each job's record is written in one HSET (a call per field group cost ~2 µs each), and
+        // the enqueue time of a job that goes straight to the stream is its entry id's (Redis's clock, as `TIME`),
+        // so `TIME` runs only for a delayed job.
+        source: """
             local stream, scheduled, cron = KEYS[1], KEYS[2], KEYS[3]
             local prefix, n = ARGV[1], tonumber(ARGV[2])
-            local now = nowMs()
+            local now = nil
             local out = {}
             for i = 0, n - 1 do
               local b = 2 + i * 12
@@ -170,17 +174,23 @@ enum Scripts {
                 end
               end
               if result == id then
-                local key = prefix .. 'job:' .. id
-                redis.call('HSET', key, 'kind', kind, 'payload', payload, 'max', max, 'vis', vis, 'enq', now)
-                if ukey ~= '' then redis.call('HSET', key, 'unique', ukey) end
-                if owner ~= '' then redis.call('HSET', key, 'owner', owner) end
-                if cronName ~= '' then redis.call('HSET', key, 'fire', fire) end
+                local fields = {'kind', kind, 'payload', payload, 'max', max, 'vis', vis}
+                if ukey ~= '' then fields[#fields + 1] = 'unique'; fields[#fields + 1] = ukey end
+                if owner ~= '' then fields[#fields + 1] = 'owner'; fields[#fields + 1] = owner end
+                if cronName ~= '' then fields[#fields + 1] = 'fire'; fields[#fields + 1] = fire end
                 if delay > 0 then
-                  redis.call('HSET', key, 'runAt', now + delay)
+                  if not now then
+                    local t = redis.call('TIME')
+                    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+                  end
+                  fields[#fields + 1] = 'enq'; fields[#fields + 1] = string.format('%d', now)
+                  fields[#fields + 1] = 'runAt'; fields[#fields + 1] = string.format('%d', now + delay)
                   redis.call('ZADD', scheduled, now + delay, id)
                 else
-                  redis.call('XADD', stream, '*', 'id', id)
+                  local entry = redis.call('XADD', stream, '*', 'id', id)
+                  fields[#fields + 1] = 'enq'; fields[#fields + 1] = string.match(entry, '^%d+')
                 end
+                redis.call('HSET', prefix .. 'job:' .. id, unpack(fields))
               end
               table.insert(out, result)
             end
