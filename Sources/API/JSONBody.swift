@@ -32,63 +32,30 @@ enum JSONBody {
         emptyIsObject: Bool = false
     ) async throws -> T {
         let buffer = try await collect(request, limit: limit)
-        var data = Data(buffer: buffer)
-        let blank = data.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-        if blank {
-            guard emptyIsObject else { throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object") }
-            data = Data("{}".utf8)
-        }
+        let blank = buffer.readableBytesView.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
         do {
-            guard let allowedKeys else { return try Self.decoder.decode(T.self, from: data) }
-            // One parse: the wrapper checks the member names, then decodes `T` from the same decoder. The keys
-            // travel in a task local: a decoder of its own per request (for `userInfo`) cost more than the parse.
-            return try Self.$allowedKeys.withValue(allowedKeys) { try Self.decoder.decode(KeyChecked<T>.self, from: data).value }
+            let value: JSONValue
+            if blank {
+                guard emptyIsObject else { throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object") }
+                value = .object([:])
+            } else {
+                value = try buffer.withUnsafeReadableBytes { bytes in
+                    try JSONValueDecoder.parse { () throws(JSONParseError) in try JSONParser.parse(bytes) }
+                }
+            }
+            if let allowedKeys, case .object(let members) = value,
+                let unknown = members.keys.sorted().first(where: { !allowedKeys.contains($0) })
+            {
+                throw APIError.validation(unknown, "unknown field '\(unknown)'")
+            }
+            return try decoder.decode(T.self, from: value)
         } catch let error as DecodingError {
             throw refusal(error)
-        } catch let error as UnknownField {
-            throw APIError.validation(error.name, "unknown field '\(error.name)'")
         }
     }
 
-    @TaskLocal private static var allowedKeys: Set<String>?
-
-    private static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let text = try container.decode(String.self)
-            guard let date = Timestamp.parse(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "must be an ISO 8601 date-time")
-            }
-            return date
-        }
-        return decoder
-    }()
-
-    private struct UnknownField: Error {
-        var name: String
-    }
-
-    /// `T`, after refusing member names outside `JSONBody.allowedKeys` (the first in sorted order is named);
-    /// anything but an object is a type mismatch at the root.
-    private struct KeyChecked<T: Decodable>: Decodable {
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
-
-        let value: T
-
-        init(from decoder: any Decoder) throws {
-            if let allowed = JSONBody.allowedKeys {
-                let keys = try decoder.container(keyedBy: Key.self).allKeys.map(\.stringValue)
-                if let unknown = keys.sorted().first(where: { !allowed.contains($0) }) { throw UnknownField(name: unknown) }
-            }
-            value = try T(from: decoder)
-        }
-    }
+    /// Dates are ISO 8601 date-times (`Timestamp.parse`); anything else is refused naming the field.
+    private static let decoder = JSONValueDecoder(dateParser: { Timestamp.parse($0) })
 
     static func refusal(_ error: DecodingError) -> APIError {
         func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {

@@ -74,7 +74,7 @@ public struct JobRegistry: Sendable {
         handlers[Kind.name] = { payload, context in
             let parameters: Kind.Parameters
             do {
-                parameters = try JSONDecoder().decode(Kind.Parameters.self, from: Data(payload.utf8))
+                parameters = try JSONValueDecoder().decode(Kind.Parameters.self, fromJSON: payload)
             } catch {
                 throw JobFailure.permanent("undecodable payload for \(Kind.name): \(Self.describe(error))")
             }

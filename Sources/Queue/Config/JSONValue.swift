@@ -13,9 +13,9 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Parses JSON text; throws `DecodingError` on anything that is not JSON.
+    /// Parses JSON text (``JSONParser``); throws `DecodingError.dataCorrupted` on anything that is not JSON.
     public init(parsing json: String) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8))
+        self = try JSONValueDecoder.parse { () throws(JSONParseError) in try JSONParser.parse(json) }
     }
 
     /// Decodes Bool before Int so that `true` never becomes `1`, and Int before Double so that
