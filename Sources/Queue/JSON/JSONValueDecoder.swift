@@ -15,7 +15,7 @@ public struct JSONValueDecoder: Sendable {
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
-        try Node(value: value, codingPath: [], decoder: self).unwrap(T.self)
+        try Node(value: value, parentPath: [], key: nil, decoder: self).unwrap(T.self)
     }
 
     /// Parses `text`, then decodes `T` from it.
@@ -48,12 +48,15 @@ struct IndexKey: CodingKey {
 }
 
 /// One value of the tree being decoded, with its place in it: the `Decoder` handed to `init(from:)` and its
-/// single-value container.
+/// single-value container. The place is kept as the parent's path and this value's key, and joined only when asked
+/// for (errors, nested containers): a new array per member read was half of decoding a small payload.
 private struct Node: Decoder, SingleValueDecodingContainer {
     let value: JSONValue
-    let codingPath: [any CodingKey]
+    let parentPath: [any CodingKey]
+    let key: (any CodingKey)?
     let decoder: JSONValueDecoder
     var userInfo: [CodingUserInfoKey: Any] { [:] }
+    var codingPath: [any CodingKey] { key.map { parentPath + [$0] } ?? parentPath }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = value else { throw mismatch([String: Any].self) }
@@ -66,10 +69,6 @@ private struct Node: Decoder, SingleValueDecodingContainer {
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
-
-    func child(_ value: JSONValue, _ key: any CodingKey) -> Node {
-        Node(value: value, codingPath: codingPath + [key], decoder: decoder)
-    }
 
     /// `null` where a value is needed is `.valueNotFound`; any other JSON type `.typeMismatch`.
     func mismatch(_ type: Any.Type) -> DecodingError {
@@ -168,8 +167,31 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
             throw DecodingError.keyNotFound(
                 key, .init(codingPath: codingPath, debugDescription: "No value associated with key \(key.stringValue)."))
         }
-        return Node(value: value, codingPath: codingPath + [key], decoder: decoder)
+        return Node(value: value, parentPath: codingPath, key: key, decoder: decoder)
     }
+
+    /// One lookup for a member that may be missing or null (the default implementations make three).
+    func present(_ key: Key) -> Node? {
+        guard let value = members[key.stringValue] else { return nil }
+        if case .null = value { return nil }
+        return Node(value: value, parentPath: codingPath, key: key, decoder: decoder)
+    }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try present(key)?.unwrap(T.self) }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(key)?.decode(Bool.self) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(key)?.decode(String.self) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(key)?.decode(Double.self) }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try present(key)?.decode(Float.self) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(key)?.integer(Int.self) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try present(key)?.integer(Int8.self) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try present(key)?.integer(Int16.self) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try present(key)?.integer(Int32.self) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try present(key)?.integer(Int64.self) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try present(key)?.integer(UInt.self) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try present(key)?.integer(UInt8.self) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try present(key)?.integer(UInt16.self) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try present(key)?.integer(UInt32.self) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try present(key)?.integer(UInt64.self) }
 
     func decodeNil(forKey key: Key) throws -> Bool { try node(key).decodeNil() }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try node(key).decode(Bool.self) }
@@ -197,11 +219,11 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        Node(value: members["super"] ?? .null, codingPath: codingPath, decoder: decoder)
+        Node(value: members["super"] ?? .null, parentPath: codingPath, key: nil, decoder: decoder)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        Node(value: members[key.stringValue] ?? .null, codingPath: codingPath + [key], decoder: decoder)
+        Node(value: members[key.stringValue] ?? .null, parentPath: codingPath, key: key, decoder: decoder)
     }
 }
 
@@ -226,7 +248,7 @@ private struct Unkeyed: UnkeyedDecodingContainer {
             throw DecodingError.valueNotFound(
                 type, .init(codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
         }
-        let result = try body(Node(value: items[currentIndex], codingPath: codingPath + [IndexKey(currentIndex)], decoder: decoder))
+        let result = try body(Node(value: items[currentIndex], parentPath: codingPath, key: IndexKey(currentIndex), decoder: decoder))
         currentIndex += 1
         return result
     }
