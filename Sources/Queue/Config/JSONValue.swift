@@ -96,6 +96,13 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     private static func writeString(_ string: String, to out: inout String) {
         out += "\""
+        // Most strings need no escape: appended whole. 0xE2 leads U+2028 and U+2029 (and other punctuation, which
+        // the scalar loop below then passes through unchanged).
+        if string.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0xE2 }) {
+            out += string
+            out += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -40,6 +40,16 @@ import Testing
         #expect(JSONValue.double(.nan).jsonString == "null")
     }
 
+    /// Strings that need no escape are written whole; one with any byte to escape goes character by character.
+    @Test(arguments: [
+        ("plain text, Grüße 日本 🍎", #""plain text, Grüße 日本 🍎""#), ("", #""""#), ("a\u{2028}b\u{2029}", #""a\u2028b\u2029""#),
+        ("wait… 5€", #""wait… 5€""#), ("tail\"", #""tail\"""#), ("\\", #""\\""#), ("x\u{1F}", #""x\u001f""#),
+    ])
+    func stringsAreEscapedOnlyWhereNeeded(text: String, json: String) throws {
+        #expect(JSONValue.string(text).jsonString == json)
+        #expect(try JSONValue(parsing: json) == .string(text))
+    }
+
     @Test func codableRoundTrip() throws {
         let value: JSONValue = ["id": 7, "ok": false, "tags": ["x"], "ratio": 0.25]
         let data = try JSONEncoder().encode(value)
