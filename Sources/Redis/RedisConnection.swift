@@ -10,6 +10,7 @@ final class RedisConnection {
     private(set) var clientID: Int = 0
     /// The commands of the pipeline being sent, already encoded (reused: no allocation per call once warm).
     private var output: [UInt8] = []
+    private static let keptOutputBytes = 1 << 20
 
     init(configuration: RedisConfiguration) {
         self.configuration = configuration
@@ -76,6 +77,8 @@ final class RedisConnection {
             }
         }
         if !output.isEmpty { try hand(output, to: context) }
+        // A rare huge pipeline (a large value) does not keep its buffer for the connection's lifetime.
+        if output.capacity > Self.keptOutputBytes { output = [] }
         var replies: [RedisValue] = []
         replies.reserveCapacity(commands.count)
         for _ in commands {
