@@ -74,16 +74,32 @@ public enum JSONParser {
             index += count
         }
 
-        mutating func object(depth: Int) throws(JSONParseError) -> JSONValue {
+        /// Steps into a container at its opening bracket; true when it closes at once (`{}`, `[]`).
+        mutating func isEmptyContainer(depth: Int, closing: UInt8) throws(JSONParseError) -> Bool {
             guard depth <= JSONParser.maxDepth else { throw error("nested too deeply") }
             index += 1
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
-            if !atEnd, bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(members)
-            }
-            while true {
+            guard !atEnd, bytes[index] == closing else { return false }
+            index += 1
+            return true
+        }
+
+        /// After a container's element: true at a comma (another element follows), false at the closing bracket.
+        mutating func hasNextElement(closing: UInt8, in container: String) throws(JSONParseError) -> Bool {
+            skipWhitespace()
+            guard !atEnd else { throw error("unexpected end of input in \(container)") }
+            let byte = bytes[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { return true }
+            if byte == closing { return false }
+            index -= 1
+            throw error("expected ',' or '\(Character(Unicode.Scalar(closing)))' in \(container)")
+        }
+
+        mutating func object(depth: Int) throws(JSONParseError) -> JSONValue {
+            var members: [String: JSONValue] = [:]
+            if try isEmptyContainer(depth: depth, closing: UInt8(ascii: "}")) { return .object(members) }
+            repeat {
                 skipWhitespace()
                 guard !atEnd, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a member name") }
                 let name = try string()
@@ -93,42 +109,18 @@ public enum JSONParser {
                 skipWhitespace()
                 let member = try value(depth: depth)
                 if members[name] == nil { members[name] = member }
-                skipWhitespace()
-                guard !atEnd else { throw error("unexpected end of input in an object") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                } else if bytes[index] == UInt8(ascii: "}") {
-                    index += 1
-                    return .object(members)
-                } else {
-                    throw error("expected ',' or '}' in an object")
-                }
-            }
+            } while try hasNextElement(closing: UInt8(ascii: "}"), in: "an object")
+            return .object(members)
         }
 
         mutating func array(depth: Int) throws(JSONParseError) -> JSONValue {
-            guard depth <= JSONParser.maxDepth else { throw error("nested too deeply") }
-            index += 1
             var items: [JSONValue] = []
-            skipWhitespace()
-            if !atEnd, bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(items)
-            }
-            while true {
+            if try isEmptyContainer(depth: depth, closing: UInt8(ascii: "]")) { return .array(items) }
+            repeat {
                 skipWhitespace()
                 items.append(try value(depth: depth))
-                skipWhitespace()
-                guard !atEnd else { throw error("unexpected end of input in an array") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                } else if bytes[index] == UInt8(ascii: "]") {
-                    index += 1
-                    return .array(items)
-                } else {
-                    throw error("expected ',' or ']' in an array")
-                }
-            }
+            } while try hasNextElement(closing: UInt8(ascii: "]"), in: "an array")
+            return .array(items)
         }
 
         /// A string token, from its opening quote: the bytes between the quotes as they are when nothing is escaped
