@@ -15,7 +15,8 @@ import Redis
 /// `base..unique:<key>` (string: the job id holding the key), `base..cron` (hash: schedule → last fire time),
 /// channel `base..events` (`<id> <status>` when a job succeeds, fails or will be retried).
 enum Scripts {
-    static let prelude = """
+    /// Redis's clock, and whole numbers as text: the first lines of every script that needs the time.
+    static let clock = """
         local function nowMs()
           local t = redis.call('TIME')
           return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -24,6 +25,10 @@ enum Scripts {
         -- through printf's floating-point path ("%.14g"), which was 4% of Redis's time in the process benchmark:
         -- the per-job numbers go through the integer path instead.
         local function int(n) return string.format('%d', n) end
+
+        """
+    /// The helpers the delivery, finish and maintenance scripts share.
+    static let prelude = clock + """
         -- A reply of alternating names and values (XINFO's shape) as a table.
         local function fieldsOf(flat)
           local fields = {}
@@ -139,11 +144,11 @@ enum Scripts {
     /// Returns per job: the id, `dup:<id of the holder>` for a taken unique key, or `skip` for a cron fire already done.
     static let enqueue = RedisScript(
         name: "enqueue",
-        // Not the prelude: an API request enqueues one job per call, and defining the prelude's helpers was a tenth of
-        // the script's time. Each job's record is written in one HSET (a call per field group cost ~2 µs each), and
+        // Only the clock, not the prelude: an API request enqueues one job per call, and defining the prelude's helpers
+        // was a tenth of the script's time. Each job's record is written in one HSET (a call per field group cost ~2 µs each), and
         // the enqueue time of a job that goes straight to the stream is its entry id's (Redis's clock, as `TIME`),
         // so `TIME` runs only for a delayed job.
-        source: """
+        source: clock + """
             local stream, scheduled, cron = KEYS[1], KEYS[2], KEYS[3]
             local prefix, n = ARGV[1], tonumber(ARGV[2])
             local now = nil
@@ -179,12 +184,9 @@ enum Scripts {
                 if owner ~= '' then fields[#fields + 1] = 'owner'; fields[#fields + 1] = owner end
                 if cronName ~= '' then fields[#fields + 1] = 'fire'; fields[#fields + 1] = fire end
                 if delay > 0 then
-                  if not now then
-                    local t = redis.call('TIME')
-                    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-                  end
-                  fields[#fields + 1] = 'enq'; fields[#fields + 1] = string.format('%d', now)
-                  fields[#fields + 1] = 'runAt'; fields[#fields + 1] = string.format('%d', now + delay)
+                  now = now or nowMs()
+                  fields[#fields + 1] = 'enq'; fields[#fields + 1] = int(now)
+                  fields[#fields + 1] = 'runAt'; fields[#fields + 1] = int(now + delay)
                   redis.call('ZADD', scheduled, now + delay, id)
                 else
                   local entry = redis.call('XADD', stream, '*', 'id', id)
