@@ -126,6 +126,8 @@ import Testing
 
         let login = try #require(catalog["login-webhook"])
         #expect(login.queue == "webhooks" && login.maxAttempts == 8)
+        // No enqueue lock: every event id is new, and the endpoint already ignores one it has (jobs/login-webhook.yml).
+        #expect(login.uniqueness == nil)
         // Seed 002's example body, plus the event and its id.
         let seedBody: JSONValue = [
             "event": "signin", "eventId": .string(user), "provider": "apple", "provider_uid": "001234.abc",
