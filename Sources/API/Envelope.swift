@@ -85,8 +85,6 @@ enum Timestamp {
         append(Int(millisecond), digits: 3, then: UInt8(ascii: "Z"))
     }
 
-    static func parse(_ text: String) -> Date? {
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        return try? Date.ISO8601FormatStyle().parse(text)
-    }
+    /// An RFC 3339 date-time (``RFC3339``), with or without a fraction, in any offset.
+    static func parse(_ text: String) -> Date? { RFC3339.parse(text) }
 }

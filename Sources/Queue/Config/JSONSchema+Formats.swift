@@ -26,32 +26,7 @@ extension JSONSchema.Format {
     }
 
     /// RFC 3339 `date-time`: full-date "T" time with seconds, optional fraction, and `Z` or `±hh:mm`.
-    static func isDateTime(_ text: String) -> Bool {
-        let scalars = Array(text.utf8)
-        guard scalars.count >= 20, scalars[10] == UInt8(ascii: "T") || scalars[10] == UInt8(ascii: "t") else {
-            return false
-        }
-        guard isFullDate(Substring(String(decoding: scalars[0..<10], as: UTF8.self))) else { return false }
-        let time = Array(scalars[11...])
-        guard time.count >= 9, time[2] == UInt8(ascii: ":"), time[5] == UInt8(ascii: ":"),
-            let hour = number(time[0..<2]), let minute = number(time[3..<5]), let second = number(time[6..<8]),
-            hour <= 23, minute <= 59, second <= 60
-        else { return false }
-        var index = 8
-        if time[index] == UInt8(ascii: ".") {
-            index += 1
-            let fractionStart = index
-            while index < time.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(time[index]) { index += 1 }
-            guard index > fractionStart else { return false }
-        }
-        guard index < time.count else { return false }
-        let zone = Array(time[index...])
-        if zone == [UInt8(ascii: "Z")] || zone == [UInt8(ascii: "z")] { return true }
-        guard zone.count == 6, zone[0] == UInt8(ascii: "+") || zone[0] == UInt8(ascii: "-"),
-            zone[3] == UInt8(ascii: ":"), let offsetHour = number(zone[1..<3]), let offsetMinute = number(zone[4..<6])
-        else { return false }
-        return offsetHour <= 23 && offsetMinute <= 59
-    }
+    static func isDateTime(_ text: String) -> Bool { RFC3339.isValid(text) }
 
     /// RFC 3339 `full-date`: YYYY-MM-DD with a day that exists in that month.
     static func isFullDate(_ text: Substring) -> Bool {
