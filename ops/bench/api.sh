@@ -5,7 +5,8 @@
 # through the project's Redis client: the floor of any enqueueing endpoint) and POST /body (the same hello world
 # reading POST /logins's body whole); an authenticated GET /meals (JWT check,
 # session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check, validation, one
-# job into Redis). Writes ops/bench/results/api-<date>.md with the machine's description.
+# job into Redis). Writes ops/bench/results/api-<date>.md with the machine's description; BENCH_TAG=x names it
+# api-<date>-x, so several runs of one day are kept.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3 duration=10 connections=32
@@ -106,7 +107,7 @@ for run in $(seq "$runs"); do
 done
 redis-cli -u "$REDIS_URL" --scan --pattern 'carbscan-bench:*' | xargs -r -n 500 redis-cli -u "$REDIS_URL" unlink >/dev/null
 
-day="$(date -u +%F)"
+day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
 mkdir -p ops/bench/results
 python3 - "$work/results" "ops/bench/results/api-$day.md" "$runs" "$duration" "$connections" <<'PY'
 import platform, statistics, subprocess, sys, datetime
