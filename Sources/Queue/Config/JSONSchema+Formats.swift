@@ -5,7 +5,7 @@ extension JSONSchema.Format {
         switch self {
         case .uuid: Self.isUUID(text)
         case .dateTime: Self.isDateTime(text)
-        case .date: Self.isFullDate(Substring(text))
+        case .date: RFC3339.isFullDate(text)
         case .email: Self.isEmail(text)
         }
     }
@@ -28,16 +28,6 @@ extension JSONSchema.Format {
     /// RFC 3339 `date-time`: full-date "T" time with seconds, optional fraction, and `Z` or `±hh:mm`.
     static func isDateTime(_ text: String) -> Bool { RFC3339.isValid(text) }
 
-    /// RFC 3339 `full-date`: YYYY-MM-DD with a day that exists in that month.
-    static func isFullDate(_ text: Substring) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-            let year = number(bytes[0..<4]), let month = number(bytes[5..<7]), let day = number(bytes[8..<10]),
-            (1...12).contains(month)
-        else { return false }
-        return day >= 1 && day <= CivilTime.daysIn(year: year, month: month)
-    }
-
     /// A pragmatic address check (local@domain.tld, no spaces): full RFC 5322 accepts things no mail
     /// provider does, and the real check is a confirmation mail.
     static func isEmail(_ text: String) -> Bool {
@@ -49,14 +39,5 @@ extension JSONSchema.Format {
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         return labels.count >= 2 && labels.allSatisfy { !$0.isEmpty && !$0.hasPrefix("-") && !$0.hasSuffix("-") }
             && !local.hasPrefix(".") && !local.hasSuffix(".") && !local.contains("..")
-    }
-
-    private static func number(_ digits: ArraySlice<UInt8>) -> Int? {
-        var value = 0
-        for digit in digits {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return nil }
-            value = value * 10 + Int(digit - UInt8(ascii: "0"))
-        }
-        return digits.isEmpty ? nil : value
     }
 }

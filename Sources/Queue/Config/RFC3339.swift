@@ -18,11 +18,18 @@ public enum RFC3339 {
     /// Whether `text` is an RFC 3339 date-time (`parse` would read it).
     public static func isValid(_ text: String) -> Bool { parse(text) != nil }
 
+    /// Whether `text` is an RFC 3339 `full-date`: `YYYY-MM-DD` with a day that exists in that month.
+    public static func isFullDate(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            var reader = Reader(bytes: bytes)
+            return reader.fullDate() != nil && reader.atEnd
+        }
+    }
+
     static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var reader = Reader(bytes: bytes)
-        guard let year = reader.number(digits: 4), reader.skip("-"), let month = reader.number(digits: 2), reader.skip("-"),
-            let day = reader.number(digits: 2), (1...12).contains(month), day >= 1,
-            day <= CivilTime.daysIn(year: year, month: month), reader.skip("T", orLower: true),
+        guard let (year, month, day) = reader.fullDate(), reader.skip("T", orLower: true),
             let hour = reader.number(digits: 2), reader.skip(":"), let minute = reader.number(digits: 2), reader.skip(":"),
             let second = reader.number(digits: 2), hour <= 23, minute <= 59, second <= 60
         else { return nil }
@@ -68,6 +75,14 @@ public enum RFC3339 {
                 value = value * 10 + digit
             }
             return value
+        }
+
+        /// `YYYY-MM-DD`, a day that exists in its month.
+        mutating func fullDate() -> (year: Int, month: Int, day: Int)? {
+            guard let year = number(digits: 4), skip("-"), let month = number(digits: 2), skip("-"), let day = number(digits: 2),
+                (1...12).contains(month), day >= 1, day <= CivilTime.daysIn(year: year, month: month)
+            else { return nil }
+            return (year, month, day)
         }
 
         mutating func skip(_ character: Unicode.Scalar, orLower: Bool = false) -> Bool {
