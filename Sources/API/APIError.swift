@@ -11,7 +11,9 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
     public var details: [String: JSONValue]?
     public var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, details: [String: JSONValue]? = nil, headers: HTTPFields = [:]) {
+    public init(
+        _ status: HTTPResponse.Status, _ code: String, _ message: String, details: [String: JSONValue]? = nil, headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.code = code
         self.message = message

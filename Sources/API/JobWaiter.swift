@@ -82,7 +82,8 @@ public final class JobWaiter: Service, Sendable {
                 }
                 connection.close()
             }
-        } onGracefulShutdown: {}
+        } onGracefulShutdown: {
+        }
         wakeEveryone()
     }
 

@@ -141,7 +141,9 @@ extension JobQueue {
             var arguments = [k.base, QueueKeys.group, String(options.deadSetCap), String(options.deadSetMaxAge.milliseconds)]
             arguments.reserveCapacity(4 + batch.count * 5)
             for outcome in batch {
-                arguments += [outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds)]
+                arguments += [
+                    outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds),
+                ]
             }
             try await redis.run(Scripts.finish, keys: [k.stream, k.retry, k.dead, k.stats], arguments: arguments)
         }

@@ -144,7 +144,11 @@ public final class Worker: Service {
         while !pool.isEmpty {
             let total = pool.reduce(0) { $0 + max(1, $1.weight) }
             var pick = Int.random(in: 0..<total)
-            let index = pool.firstIndex { pick -= max(1, $0.weight); return pick < 0 } ?? 0
+            let index =
+                pool.firstIndex {
+                    pick -= max(1, $0.weight)
+                    return pick < 0
+                } ?? 0
             order.append(pool.remove(at: index).name)
         }
         return order
@@ -214,7 +218,8 @@ public final class Worker: Service {
             metadata: {
                 var metadata: Logger.Metadata = [
                     "job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)",
-                    "duration_ms": "\(String(format: "%.3f", Double(duration.milliseconds) + Double(duration.components.attoseconds % 1_000_000_000_000_000) / 1e15))",
+                    "duration_ms":
+                        "\(String(format: "%.3f", Double(duration.milliseconds) + Double(duration.components.attoseconds % 1_000_000_000_000_000) / 1e15))",
                 ]
                 if let errorText { metadata["error"] = "\(errorText)" }
                 if outcome.kind == .retry { metadata["retry_in_ms"] = "\(outcome.milliseconds)" }

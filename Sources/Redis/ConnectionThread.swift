@@ -156,10 +156,12 @@ final class ConnectionThread: TaskExecutor, Sendable {
                     continue
                 }
                 connection.setReadTimeout(configuration.readTimeout + (request.blockFor ?? .zero))
-                resume([request], with: Result { () throws(RedisError) in
-                    // No command: read the next pushed reply (a pub/sub message).
-                    request.commands.isEmpty ? [try connection.readReply()] : try connection.pipeline(request.commands)
-                }.map { [$0] })
+                resume(
+                    [request],
+                    with: Result { () throws(RedisError) in
+                        // No command: read the next pushed reply (a pub/sub message).
+                        request.commands.isEmpty ? [try connection.readReply()] : try connection.pipeline(request.commands)
+                    }.map { [$0] })
                 connection.setReadTimeout(configuration.readTimeout)
             }
             return
@@ -167,16 +169,18 @@ final class ConnectionThread: TaskExecutor, Sendable {
         var commands: [[String]] = []
         commands.reserveCapacity(batch.count)
         for request in batch { commands.append(contentsOf: request.commands) }
-        resume(batch, with: Result { () throws(RedisError) in try connection.pipeline(commands) }.map { replies in
-            var groups: [[RedisValue]] = []
-            groups.reserveCapacity(batch.count)
-            var index = 0
-            for request in batch {
-                groups.append(Array(replies[index..<index + request.commands.count]))
-                index += request.commands.count
-            }
-            return groups
-        })
+        resume(
+            batch,
+            with: Result { () throws(RedisError) in try connection.pipeline(commands) }.map { replies in
+                var groups: [[RedisValue]] = []
+                groups.reserveCapacity(batch.count)
+                var index = 0
+                for request in batch {
+                    groups.append(Array(replies[index..<index + request.commands.count]))
+                    index += request.commands.count
+                }
+                return groups
+            })
     }
 
     private func resume(_ batch: [Request], with result: Result<[[RedisValue]], RedisError>) {

@@ -47,7 +47,9 @@ public struct AnalysisJob: JobKind {
     }
 
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        guard let photoID = Int64(parameters.photoId) else { throw JobFailure.permanent("photoId '\(parameters.photoId)' is not a photo id") }
+        guard let photoID = Int64(parameters.photoId) else {
+            throw JobFailure.permanent("photoId '\(parameters.photoId)' is not a photo id")
+        }
         do {
             return try await analyse(parameters, photoID: photoID, context: context)
         } catch let failure as JobFailure where failure.kind == .permanent || context.attempt >= context.maxAttempts {
@@ -99,13 +101,15 @@ public struct AnalysisJob: JobKind {
         if name.isEmpty { problems.append("no meal name") }
         if !(0...1000).contains(estimate.carbEstimate) { problems.append("carbEstimate \(estimate.carbEstimate) outside 0–1000 g") }
         if !(estimate.confidenceLow <= estimate.carbEstimate && estimate.carbEstimate <= estimate.confidenceHigh) {
-            problems.append("range \(estimate.confidenceLow)–\(estimate.confidenceHigh) does not hold the estimate \(estimate.carbEstimate)")
+            problems.append(
+                "range \(estimate.confidenceLow)–\(estimate.confidenceHigh) does not hold the estimate \(estimate.carbEstimate)")
         }
         if estimate.confidenceLow < 0 || estimate.confidenceHigh > 1000 { problems.append("range outside 0–1000 g") }
         if !(0...1).contains(estimate.confidenceLevel) { problems.append("confidenceLevel \(estimate.confidenceLevel) outside 0–1") }
         guard problems.isEmpty else { throw JobFailure.retryable("unusable AI answer: " + problems.joined(separator: "; ")) }
         return AnalyzedMeal(
             name: String(name.prefix(200)), carbEstimate: estimate.carbEstimate, confidenceLow: estimate.confidenceLow,
-            confidenceHigh: estimate.confidenceHigh, confidenceLevel: estimate.confidenceLevel, analysis: String(estimate.analysis.prefix(4000)))
+            confidenceHigh: estimate.confidenceHigh, confidenceLevel: estimate.confidenceLevel,
+            analysis: String(estimate.analysis.prefix(4000)))
     }
 }

@@ -89,8 +89,10 @@ import Testing
         // 4 quick jobs finish within the grace period; 6 long ones cannot.
         let quick = JSONValue.object(["sleepMs": .int(1000)])
         let long = JSONValue.object(["sleepMs": .int(20_000)])
-        let quickIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: quick, options: EnqueueOptions()), count: 4)).compactMap(\.id)
-        let longIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: long, options: EnqueueOptions()), count: 6)).compactMap(\.id)
+        let quickIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: quick, options: EnqueueOptions()), count: 4))
+            .compactMap(\.id)
+        let longIDs = try await queue.enqueue(Array(repeating: (kind: "noop", payload: long, options: EnqueueOptions()), count: 6))
+            .compactMap(\.id)
         #expect(try await eventually(timeout: .seconds(30)) { try await queue.defaultStats().running == 10 })
         let stopped = ContinuousClock.now
         for worker in workers { worker.signal(SIGTERM) }
@@ -133,7 +135,10 @@ import Testing
         defer { redis.close() }
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: "late"))
         var id: JobID?
-        _ = try await eventually(timeout: .seconds(30)) { id = try? await queue.enqueue("noop", payload: .object([:])).id; return id != nil }
+        _ = try await eventually(timeout: .seconds(30)) {
+            id = try? await queue.enqueue("noop", payload: .object([:])).id
+            return id != nil
+        }
         let jobID = try #require(id)
         // Both pooled connections must reconnect; one may still be in its backoff window, so errors count as "not yet".
         #expect(try await eventually(timeout: .seconds(30)) { (try? await queue.record(jobID))?.status == .succeeded })

@@ -90,7 +90,8 @@ struct TestAPI: Sendable {
             env["JWKS_MIN_REFETCH_SECONDS"] = "1"
             env.merge(environment) { $1 }
             let auth = try AuthConfiguration.fromEnvironment(env)
-            let dependencies = try await APIDependencies.live(database: database, queue: queue, auth: auth, environment: env, logger: logger)
+            let dependencies = try await APIDependencies.live(
+                database: database, queue: queue, auth: auth, environment: env, logger: logger)
             let (router, routes) = try APIServer.router(dependencies)
             let api = TestAPI(
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
@@ -162,7 +163,9 @@ struct TestAPI: Sendable {
 
     /// A worker in this process running every handler on the API's Postgres and Redis, serving `queue` until it is
     /// stopped; its HTTP client (for `settings`' providers) closes when the task ends.
-    func startWorker(queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4) -> (Worker, Task<Void, any Error>) {
+    func startWorker(queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4) -> (
+        Worker, Task<Void, any Error>
+    ) {
         let http = HTTPClient(logger: TestAPI.logger)
         let services = WorkerServices(
             redis: queue.redis, prefix: queue.options.prefix, catalog: queue.catalog, database: database, http: http,
