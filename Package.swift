@@ -18,6 +18,8 @@ let package = Package(
         // jwt-kit 5.7+ needs swift-crypto ≥ 4.1; the machine has 3.12.3 and 4.5.2.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
+        // Only the tests' fault proxy uses it directly (Hummingbird already builds it).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -98,7 +100,10 @@ let package = Package(
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
         .target(
             name: "TestSupport",
-            dependencies: ["Queue", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Queue", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Tests/TestSupport"
         ),
         .testTarget(
@@ -124,7 +129,10 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "QueueTests", dependencies: ["Queue", "Redis", "Workers", "TestSupport"]),
+        .testTarget(
+            name: "QueueTests",
+            dependencies: ["Queue", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "Postgres", "TestSupport", "carbscan"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Postgres
 import Queue
+import Redis
 
 /// A refusal in the seed's envelope: `{success: false, error: {code, message, details}, meta}`.
 public struct APIError: Error, Sendable, CustomStringConvertible {
@@ -30,10 +32,21 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
     public static let unauthorized = APIError(.unauthorized, "UNAUTHORIZED", "Missing or invalid authentication")
 
     public static func notFound(_ what: String) -> APIError { APIError(.notFound, "NOT_FOUND", "\(what) not found") }
+
+    /// Redis or Postgres could not be reached: the client may retry, and nothing internal is named.
+    public static let unavailable = APIError(
+        .serviceUnavailable, "SERVICE_UNAVAILABLE", "A backing service is temporarily unavailable; try again",
+        headers: [.retryAfter: "2"])
+
+    /// True for a failure that says a backing service is down, not that the request or the server is wrong.
+    static func isOutage(_ error: any Error) -> Bool {
+        (error as? RedisError)?.isOutage == true || (error as? PostgresError)?.isOutage == true
+    }
 }
 
-/// Turns every error a handler throws into the envelope: client errors keep their status and code; anything else
-/// is a 500 `SERVER_ERROR` whose cause is logged (never sent).
+/// Turns every error a handler throws into the envelope: client errors keep their status and code; Redis or
+/// Postgres unreachable is a 503 `SERVICE_UNAVAILABLE` with `Retry-After`; anything else is a 500 `SERVER_ERROR`
+/// whose cause is logged (never sent).
 struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -55,6 +68,10 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
                 context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
                 return Envelope.failure(APIError(.internalServerError, "SERVER_ERROR", "Internal server error"))
             }
+        } catch  where APIError.isOutage(error) {
+            context.logger.warning(
+                "request refused: a backing service is unavailable", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            return Envelope.failure(APIError.unavailable)
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
             return Envelope.failure(APIError(.internalServerError, "SERVER_ERROR", "Internal server error"))

@@ -56,6 +56,7 @@ public final class JobWaiter: Service, Sendable {
         let sessionChannel = Self.sessionChannel(prefix: queue.options.prefix)
         let channels = queue.catalog.queues.map { queue.keys($0).events } + (sessions == nil ? [] : [sessionChannel])
         await withGracefulShutdownHandler {
+            var streak = FailureStreak("job event subscription")
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 let connection = queue.redis.blockingConnection(name: "job-events")
                 do {
@@ -63,6 +64,7 @@ public final class JobWaiter: Service, Sendable {
                     // One confirmation per channel; the first came back with SUBSCRIBE.
                     for _ in 1..<channels.count { _ = try await connection.receive(timeout: .seconds(5)) }
                     sessions?.forgetAll()
+                    streak.succeeded(logger: logger)
                     while !Task.isCancelled && !Task.isShuttingDownGracefully {
                         let message = try await connection.receive(timeout: idleRenewal)
                         guard case .array(let parts) = message, parts.count == 3, parts[0].string == "message",
@@ -77,8 +79,8 @@ public final class JobWaiter: Service, Sendable {
                 } catch let error as RedisError where error.code == .timeout {
                     // A quiet channel: renew the subscription (and check for shutdown).
                 } catch {
-                    logger.warning("job event subscription lost; waiters fall back to polling", metadata: ["error": "\(error)"])
-                    try? await Task.sleep(for: .milliseconds(500))
+                    // Waiters fall back to polling meanwhile; one line per outage, not per try.
+                    try? await Task.sleep(for: streak.failed(error, logger: logger))
                 }
                 connection.close()
             }

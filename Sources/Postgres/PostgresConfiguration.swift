@@ -24,7 +24,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public var applicationName: String = "carbscan"
     /// Reconnect backoff: doubles from `reconnectBase` up to `reconnectMax`; within it, calls fail fast.
     public var reconnectBase: Duration = .milliseconds(100)
-    public var reconnectMax: Duration = .seconds(5)
+    public var reconnectMax: Duration = .seconds(1)
 
     public init(host: String = "127.0.0.1", port: Int = 5432, username: String? = nil, password: String? = nil, database: String? = nil) {
         self.host = host

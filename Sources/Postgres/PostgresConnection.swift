@@ -62,9 +62,12 @@ final class PostgresConnection {
             let delay = min(configuration.reconnectBase * (1 << min(failures - 1, 16)), configuration.reconnectMax)
             nextAttempt = ContinuousClock.now + delay
             lastError = error
-            logger.warning(
-                "postgres unreachable",
-                metadata: ["postgres": "\(configuration.displayAddress)", "error": "\(error.message)", "retryIn": "\(delay)"])
+            // Once per outage, not per try: the reconnects go on quietly until one succeeds.
+            if failures == 1 {
+                logger.warning(
+                    "postgres unreachable; reconnecting",
+                    metadata: ["postgres": "\(configuration.displayAddress)", "error": "\(error.message)"])
+            }
             throw error
         }
         if failures > 0 {

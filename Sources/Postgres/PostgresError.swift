@@ -38,6 +38,11 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     /// True when retrying later may succeed (the server was away or slow, not wrong).
     public var isTransient: Bool { code == .connection || code == .timeout }
 
+    /// True when the server is unreachable, shutting down or starting up (a broken connection, SQLSTATE class 08 or
+    /// 57P0x are all `.connection`): nothing about the statement was wrong, and it can succeed once the server is
+    /// back. A statement timeout is not an outage.
+    public var isOutage: Bool { code == .connection }
+
     public var description: String {
         var text = "postgres \(code): \(message)"
         if let sqlState { text += " (SQLSTATE \(sqlState))" }

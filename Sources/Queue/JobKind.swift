@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Redis
 
 /// A kind of job as code: its name (matching `jobs/<name>.yml`), its parameters and what it does.
 ///
@@ -61,6 +62,16 @@ public struct JobFailure: Error, CustomStringConvertible, Sendable {
     }
     public var description: String { message }
 }
+
+/// An error that says a service the job needs is unreachable (a database or Redis outage), not that the job is
+/// wrong. A worker postpones such a job without spending an attempt (`JobOutcome.postpone`), so an outage, however
+/// long, never sends accepted work to the dead set. Client errors conform where the engine can see their module.
+public protocol DependencyOutage: Error {
+    /// False for the same error type's other cases (a refused command, a constraint violation).
+    var isOutage: Bool { get }
+}
+
+extension RedisError: DependencyOutage {}
 
 /// Handlers by kind name. Decoding the payload is part of the handler: a payload that does not decode is a
 /// permanent failure (dead at once, never a retry loop).

@@ -22,6 +22,7 @@ public struct JobOutcome: Sendable {
         case retry
         case dead
         case requeue
+        case postpone = "wait"
     }
 
     let job: ReservedJob
@@ -37,6 +38,11 @@ public struct JobOutcome: Sendable {
     }
     public static func dead(_ job: ReservedJob, error: String, retention: Duration) -> JobOutcome {
         JobOutcome(job: job, kind: .dead, text: error, milliseconds: retention.milliseconds)
+    }
+    /// A dependency was unreachable: retried after `delay` (doubled per outage in a row, up to 30 s) and the
+    /// attempt does not count.
+    public static func postpone(_ job: ReservedJob, error: String, after delay: Duration) -> JobOutcome {
+        JobOutcome(job: job, kind: .postpone, text: error, milliseconds: max(1, delay.milliseconds))
     }
     /// Handed back unfinished at shutdown: runnable again at once, and the attempt does not count.
     public static func requeue(_ job: ReservedJob) -> JobOutcome {
@@ -62,6 +68,18 @@ extension JobQueue {
         }
     }
 
+    /// Runs `body`; when Redis answers `NOGROUP` (it lost a stream and its group: restarted without persistence, or
+    /// failed over to an empty replica), makes the groups of `queues` again and runs `body` once more. Without
+    /// this a worker would fail every read for good, since the groups are otherwise made only at start-up.
+    func recreatingGroups<T>(_ queues: [String], _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as RedisError where error.isMissingGroup {
+            try await prepare(queues: queues)
+            return try await body()
+        }
+    }
+
     /// Removes a stopped worker's consumer from the groups where it holds nothing (nothing is lost: a consumer
     /// with pending entries is kept until they are reclaimed).
     public func unregister(consumer: String, queues: [String]) async {
@@ -77,9 +95,11 @@ extension JobQueue {
     /// Takes up to `count` runnable jobs of `queue` without blocking, in one round-trip.
     public func reserve(queue: String, count: Int, consumer: String) async throws -> [ReservedJob] {
         let k = keys(queue)
-        let reply = try await redis.run(
-            Scripts.reserve, keys: [k.stream, k.dead, k.stats],
-            arguments: [k.base, QueueKeys.group, consumer, String(count)] + deadArguments)
+        let reply = try await recreatingGroups([queue]) {
+            try await redis.run(
+                Scripts.reserve, keys: [k.stream, k.dead, k.stats],
+                arguments: [k.base, QueueKeys.group, consumer, String(count)] + deadArguments)
+        }
         return Self.decodeJobs(reply, queue: queue)
     }
 
@@ -89,10 +109,15 @@ extension JobQueue {
         queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection
     ) async throws -> [ReservedJob] {
         let streams = queues.map { keys($0).stream }
-        let reply = try await connection.send(
-            ["XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", String(count), "BLOCK", String(timeout.milliseconds), "STREAMS"]
-                + streams + Array(repeating: ">", count: streams.count),
-            blockFor: timeout)
+        let reply = try await recreatingGroups(queues) {
+            try await connection.send(
+                [
+                    "XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", String(count), "BLOCK", String(timeout.milliseconds),
+                    "STREAMS",
+                ]
+                    + streams + Array(repeating: ">", count: streams.count),
+                blockFor: timeout)
+        }
         var jobs: [ReservedJob] = []
         for streamReply in reply.array ?? [] {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
@@ -155,8 +180,9 @@ extension JobQueue {
         var lost = Set<String>()
         for (queue, batch) in Dictionary(grouping: jobs, by: \.queue) {
             let entries = batch.map(\.entry)
-            let reply = try await redis.send(
-                ["XCLAIM", keys(queue).stream, QueueKeys.group, consumer, "0"] + entries + ["JUSTID"])
+            let reply = try await recreatingGroups([queue]) {
+                try await redis.send(["XCLAIM", keys(queue).stream, QueueKeys.group, consumer, "0"] + entries + ["JUSTID"])
+            }
             let kept = Set((reply.array ?? []).compactMap(\.string))
             lost.formUnion(entries.filter { !kept.contains($0) })
         }
@@ -179,11 +205,13 @@ extension JobQueue {
     ) async throws -> [JobID] {
         let k = keys(queue)
         let minimum = catalog.kinds.values.filter { $0.queue == queue }.map(\.visibilityTimeout).min() ?? .seconds(30)
-        let reply = try await redis.run(
-            Scripts.reclaim, keys: [k.stream],
-            arguments: [
-                k.base, QueueKeys.group, String(minimum.milliseconds), String(limit), String(forgetConsumersAfter.milliseconds),
-            ])
+        let reply = try await recreatingGroups([queue]) {
+            try await redis.run(
+                Scripts.reclaim, keys: [k.stream],
+                arguments: [
+                    k.base, QueueKeys.group, String(minimum.milliseconds), String(limit), String(forgetConsumersAfter.milliseconds),
+                ])
+        }
         return (reply.array ?? []).compactMap { $0.string.map(JobID.init(trusted:)) }
     }
 }

@@ -233,7 +233,8 @@ enum Scripts {
     /// Records a batch of outcomes in one round-trip. KEYS: stream, retry, dead, stats.
     /// ARGV: prefix, group, deadCap, deadMaxAgeMs, then per outcome: id, entry, outcome, text, ms.
     /// outcome `ok` (text = result JSON, ms = retention), `retry` (text = error, ms = delay),
-    /// `dead` (text = error, ms = retention), `requeue` (handed back on shutdown: not an attempt).
+    /// `dead` (text = error, ms = retention), `requeue` (handed back on shutdown: not an attempt), `wait` (a dependency
+    /// was unreachable: text = error, ms = the first wait, doubled per outage in a row up to 30 s; not an attempt).
     static let finish = RedisScript(
         name: "finish",
         source: prelude + """
@@ -283,6 +284,16 @@ enum Scripts {
                   if listening then redis.call('PUBLISH', prefix .. 'events', id .. ' retrying') end
                 elseif outcome == 'dead' then
                   bury(prefix, deadKey, statsKey, id, now, text, ms, cap, maxAge)
+                elseif outcome == 'wait' then
+                  -- An outage is not the job's fault: the attempt is given back, so however long the outage lasts
+                  -- the job never reaches the dead set of it.
+                  local waits = redis.call('HINCRBY', key, 'waits', 1)
+                  local delay = math.min(30000, ms * 2 ^ math.min(waits - 1, 8))
+                  redis.call('HINCRBY', key, 'attempts', -1)
+                  redis.call('HSET', key, 'status', 'retrying', 'err', text, 'runAt', int(now + delay))
+                  pushHistory(key, tonumber(f[2]), now, text)
+                  redis.call('ZADD', retryKey, now + delay, id)
+                  if listening then redis.call('PUBLISH', prefix .. 'events', id .. ' retrying') end
                 elseif outcome == 'requeue' then
                   local status = 'queued'
                   if tonumber(f[2]) > 1 then status = 'retrying' end

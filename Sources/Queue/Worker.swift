@@ -50,6 +50,9 @@ public final class Worker: Service {
     let inFlight = InFlight()
     let outcomes = Batcher<JobOutcome>()
     private let stopping = Atomic<Bool>(false)
+    private let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
+    /// After a stop, outcomes that cannot be recorded within the grace period and this are left to the leases.
+    static let recordingBound = Duration.seconds(3)
 
     public init(queue: JobQueue, registry: JobRegistry, options: WorkerOptions, logger: Logger) {
         self.queue = queue
@@ -62,24 +65,30 @@ public final class Worker: Service {
     var queueNames: [String] { options.queues.map(\.name) }
 
     public func run() async throws {
-        await untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames, consumer: self.options.consumer) }
-        logger.info(
-            "worker started",
-            metadata: [
-                "consumer": "\(options.consumer)", "queues": "\(queueNames.joined(separator: ","))",
-                "concurrency": "\(options.concurrency)",
-            ])
         let connection = queue.redis.blockingConnection(name: "fetch")
         defer { connection.close() }
+        // The handler covers start-up too: a SIGTERM while Redis is still unreachable ends the process.
         await withGracefulShutdownHandler {
+            await self.untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames, consumer: self.options.consumer) }
+            guard !self.isStopping else { return }
+            self.logger.info(
+                "worker started",
+                metadata: [
+                    "consumer": "\(self.options.consumer)", "queues": "\(self.queueNames.joined(separator: ","))",
+                    "concurrency": "\(self.options.concurrency)",
+                ])
             let recording = Task { await self.recordOutcomes() }
             // Upkeep runs until every job is finished or handed back (leases must be renewed during the drain).
             let upkeep = Task {
                 await withDiscardingTaskGroup { group in
-                    group.addTask { await self.maintain(every: .milliseconds(100)) { self.enforceTimeouts() } }
-                    group.addTask { await self.maintain(every: self.heartbeatInterval) { await self.renewLeases() } }
-                    group.addTask { await self.maintain(every: self.options.promoteInterval) { await self.promote() } }
-                    group.addTask { await self.maintain(every: self.options.reclaimInterval) { await self.reclaim() } }
+                    group.addTask { await self.maintain("timeouts", every: .milliseconds(100)) { self.enforceTimeouts() } }
+                    group.addTask { await self.maintain("lease renewal", every: self.heartbeatInterval) { try await self.renewLeases() } }
+                    group.addTask {
+                        await self.maintain("promoting due jobs", every: self.options.promoteInterval) { try await self.promote() }
+                    }
+                    group.addTask {
+                        await self.maintain("reclaiming expired leases", every: self.options.reclaimInterval) { try await self.reclaim() }
+                    }
                 }
             }
             await self.fetch(using: connection)
@@ -98,6 +107,7 @@ public final class Worker: Service {
 
     /// Stops fetching; in-flight jobs finish within the grace period.
     public func stop() {
+        stoppedAt.withLock { $0 = $0 ?? .now }
         stopping.store(true, ordering: .releasing)
         slots.wake()
     }
@@ -107,7 +117,7 @@ public final class Worker: Service {
     // MARK: Fetching
 
     private func fetch(using connection: BlockingConnection) async {
-        var failures = 0
+        var streak = FailureStreak("fetching jobs")
         while !isStopping {
             let free = await slots.waitForFree()
             if isStopping || free == 0 { continue }
@@ -122,16 +132,21 @@ public final class Worker: Service {
                         queues: queueNames, count: want, consumer: options.consumer, timeout: options.blockTimeout,
                         connection: connection)
                 }
-                failures = 0
+                streak.succeeded(logger: logger)
             } catch {
-                failures += 1
-                let delay = retryDelay(afterFailures: failures)
-                logger.error("fetch failed, retrying", metadata: ["error": "\(error)", "retryIn": "\(delay)"])
-                try? await Task.sleep(for: delay)
+                await sleepUnlessStopping(streak.failed(error, logger: logger))
                 continue
             }
             slots.take(jobs.count)
             for job in jobs { start(job) }
+        }
+    }
+
+    /// Sleeps, but wakes within 50 ms of a stop: a SIGTERM is never kept waiting behind a retry's backoff.
+    private func sleepUnlessStopping(_ delay: Duration) async {
+        let end = ContinuousClock.now + delay
+        while !isStopping, case let left = end - .now, left > .zero {
+            try? await Task.sleep(for: min(left, .milliseconds(50)))
         }
     }
 
@@ -192,6 +207,10 @@ public final class Worker: Service {
             case .timeout:
                 errorText = "timed out after \(spec.timeout)"
                 outcome = retryOrBury(job, spec: spec, error: errorText!, retryAfter: nil)
+            case nil where (error as? any DependencyOutage)?.isOutage == true:
+                errorText = "dependency unavailable: \(error)"
+                // 0.8–1.2 s, doubled in Redis per outage in a row; the spread keeps a crowd of jobs from returning at once.
+                outcome = .postpone(job, error: errorText!, after: .milliseconds(Int.random(in: 800...1200)))
             case nil:
                 let failure = error as? JobFailure
                 errorText = failure?.message ?? String(describing: error)
@@ -201,7 +220,10 @@ public final class Worker: Service {
                     outcome = retryOrBury(job, spec: spec, error: errorText!, retryAfter: failure?.retryAfter)
                 }
             }
-            if outcome.kind == .retry {
+            if outcome.kind == .postpone {
+                logLevel = .warning
+                message = "job waits for a dependency"
+            } else if outcome.kind == .retry {
                 logLevel = .warning
                 message = "job failed, will retry"
             } else if outcome.kind == .dead {
@@ -238,28 +260,42 @@ public final class Worker: Service {
     // MARK: Recording and upkeep
 
     private func recordOutcomes() async {
+        var streak = FailureStreak("recording outcomes")
         while let batch = await outcomes.next() {
-            var failures = 0
             while true {
                 do {
                     try await queue.record(batch)
+                    streak.succeeded(logger: logger)
                     break
                 } catch {
-                    failures += 1
                     // The jobs stay leased to us; if Redis stays away past their visibility timeout they are
-                    // re-delivered elsewhere (at-least-once), so nothing is lost by waiting here.
-                    let delay = retryDelay(afterFailures: failures)
-                    logger.error("recording outcomes failed, retrying", metadata: ["error": "\(error)", "jobs": "\(batch.count)"])
+                    // re-delivered elsewhere (at-least-once), so nothing is lost by waiting here, or by giving up
+                    // once a stop has waited long enough.
+                    let delay = streak.failed(error, logger: logger, metadata: ["jobs": "\(batch.count)"])
+                    if let stoppedAt = stoppedAt.withLock({ $0 }),
+                        ContinuousClock.now > stoppedAt + options.gracePeriod + Self.recordingBound
+                    {
+                        logger.warning(
+                            "stopping with outcomes unrecorded; their leases hand the jobs back",
+                            metadata: ["jobs": "\(batch.count)"])
+                        break
+                    }
                     try? await Task.sleep(for: delay)
                 }
             }
         }
     }
 
-    private func maintain(every interval: Duration, _ body: @escaping @Sendable () async -> Void) async {
+    private func maintain(_ what: String, every interval: Duration, _ body: @escaping @Sendable () async throws -> Void) async {
+        var streak = FailureStreak(what)
         while !Task.isCancelled {
-            await body()
-            try? await Task.sleep(for: interval)
+            do {
+                try await body()
+                streak.succeeded(logger: logger)
+                try? await Task.sleep(for: interval)
+            } catch {
+                try? await Task.sleep(for: max(interval, streak.failed(error, logger: logger)))
+            }
         }
     }
 
@@ -273,42 +309,37 @@ public final class Worker: Service {
         for task in inFlight.expire(now: .now) { task.cancel() }
     }
 
-    private func renewLeases() async {
+    private func renewLeases() async throws {
         let jobs = inFlight.jobs
         guard !jobs.isEmpty else { return }
-        do {
-            let lost = try await queue.heartbeat(jobs, consumer: options.consumer)
-            if !lost.isEmpty {
-                logger.warning("lost leases (the jobs were handed to other workers)", metadata: ["count": "\(lost.count)"])
-            }
-        } catch {
-            logger.error("lease renewal failed", metadata: ["error": "\(error)"])
+        let lost = try await queue.heartbeat(jobs, consumer: options.consumer)
+        if !lost.isEmpty {
+            logger.warning("lost leases (the jobs were handed to other workers)", metadata: ["count": "\(lost.count)"])
         }
     }
 
-    private func promote() async {
+    /// Every queue is tried even when one fails; the first failure is rethrown for the loop's streak.
+    private func promote() async throws {
         guard !isStopping else { return }
-        for name in queueNames {
-            do {
-                _ = try await queue.promoteDueJobs(queue: name)
-            } catch {
-                logger.error("promoting due jobs failed", metadata: ["queue": "\(name)", "error": "\(error)"])
+        try await forEachQueue { name in _ = try await self.queue.promoteDueJobs(queue: name) }
+    }
+
+    private func reclaim() async throws {
+        guard !isStopping else { return }
+        try await forEachQueue { name in
+            let ids = try await self.queue.reclaimExpiredLeases(queue: name)
+            if !ids.isEmpty {
+                self.logger.warning("re-queued jobs whose lease expired", metadata: ["queue": "\(name)", "count": "\(ids.count)"])
             }
         }
     }
 
-    private func reclaim() async {
-        guard !isStopping else { return }
+    private func forEachQueue(_ body: (String) async throws -> Void) async throws {
+        var firstError: (any Error)?
         for name in queueNames {
-            do {
-                let ids = try await queue.reclaimExpiredLeases(queue: name)
-                if !ids.isEmpty {
-                    logger.warning("re-queued jobs whose lease expired", metadata: ["queue": "\(name)", "count": "\(ids.count)"])
-                }
-            } catch {
-                logger.error("reclaiming expired leases failed", metadata: ["queue": "\(name)", "error": "\(error)"])
-            }
+            do { try await body(name) } catch { firstError = firstError ?? error }
         }
+        if let firstError { throw firstError }
     }
 
     /// After fetching stops: wait for in-flight jobs up to the grace period, then cancel the rest; they are
@@ -331,16 +362,14 @@ public final class Worker: Service {
     }
 
     private func untilRedisAnswers(_ body: () async throws -> Void) async {
-        var failures = 0
+        var streak = FailureStreak("connecting to redis")
         while !isStopping {
             do {
                 try await body()
+                streak.succeeded(logger: logger)
                 return
             } catch {
-                failures += 1
-                let delay = retryDelay(afterFailures: failures)
-                logger.error("redis unavailable, retrying", metadata: ["error": "\(error)", "retryIn": "\(delay)"])
-                try? await Task.sleep(for: delay)
+                await sleepUnlessStopping(streak.failed(error, logger: logger))
             }
         }
     }

@@ -128,9 +128,12 @@ final class ConnectionThread: TaskExecutor, Sendable {
                     let delay = min(configuration.reconnectBase * (1 << min(failures - 1, 16)), configuration.reconnectMax)
                     nextAttempt = ContinuousClock.now + delay
                     lastError = error
-                    logger.warning(
-                        "redis unreachable",
-                        metadata: ["redis": "\(configuration.displayAddress)", "error": "\(error.message)", "retryIn": "\(delay)"])
+                    // Once per outage, not per try: the reconnects go on quietly until one succeeds.
+                    if failures == 1 {
+                        logger.warning(
+                            "redis unreachable; reconnecting",
+                            metadata: ["redis": "\(configuration.displayAddress)", "error": "\(error.message)"])
+                    }
                     for request in batch { request.continuation.resume(throwing: error) }
                     continue
                 }

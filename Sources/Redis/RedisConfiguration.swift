@@ -19,7 +19,7 @@ public struct RedisConfiguration: Sendable, Equatable {
     public init(
         host: String = "127.0.0.1", port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0,
         connectTimeout: Duration = .seconds(2), readTimeout: Duration = .seconds(5), poolSize: Int = 2,
-        reconnectBase: Duration = .milliseconds(100), reconnectMax: Duration = .seconds(5)
+        reconnectBase: Duration = .milliseconds(100), reconnectMax: Duration = .seconds(1)
     ) {
         self.host = host
         self.port = port

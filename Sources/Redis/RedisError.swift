@@ -28,5 +28,11 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     /// True when retrying later may succeed (the server was away, not wrong).
     public var isTransient: Bool { code == .connection || code == .timeout }
 
+    /// True when Redis is unreachable (an outage), as opposed to Redis refusing a command.
+    public var isOutage: Bool { isTransient }
+
+    /// `NOGROUP`: the stream or its consumer group does not exist (also when a script's call met it).
+    public var isMissingGroup: Bool { code == .server && message.contains("NOGROUP") }
+
     public var description: String { "redis \(code): \(message)" }
 }

@@ -57,6 +57,9 @@ public struct AnalysisJob: JobKind {
             throw JobFailure.permanent(failure.message)
         } catch is CancellationError {
             throw CancellationError()
+        } catch let outage as any DependencyOutage where outage.isOutage {
+            // The worker postpones the job without spending the attempt: the scan stays reserved for it.
+            throw outage
         } catch {
             if context.attempt >= context.maxAttempts {
                 try await ScanReservations(services.database).refund(photoID: photoID)

@@ -17,7 +17,8 @@ public struct NoopJob: JobKind {
         /// Enqueue time (unix seconds): RPUSH the pickup latency in µs onto `latency` when the job starts.
         public var stamp: Double?
         public var latency: String?
-        /// Fail this way: `retry` (a retryable error) or `permanent`.
+        /// Fail this way: `retry` (a retryable error), `permanent`, or `outage` (Redis unreachable, as the client
+        /// reports it: what the engine postpones without spending an attempt).
         public var fail: String?
         /// Returned as the job's result.
         public var result: JSONValue?
@@ -40,6 +41,7 @@ public struct NoopJob: JobKind {
         switch parameters.fail {
         case "retry": throw JobFailure.retryable("noop asked to fail (attempt \(context.attempt))")
         case "permanent": throw JobFailure.permanent("noop asked to fail permanently")
+        case "outage": throw RedisError(.connection, "noop simulated an unreachable Redis")
         default: break
         }
         if let record = parameters.record {

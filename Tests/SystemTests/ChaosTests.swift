@@ -120,16 +120,9 @@ import Testing
         let worker = try CarbScanBinary.start(
             ["work", "--queues", "default"], environment: ["REDIS_URL": url, "CARBSCAN_JOBS_DIR": jobs.path, "CARBSCAN_PREFIX": "late"])
         defer { worker.signal(SIGKILL) }
-        #expect(try await eventually(timeout: .seconds(30)) { worker.output.contains("redis unavailable, retrying") })
+        #expect(try await eventually(timeout: .seconds(30)) { worker.output.contains("connecting to redis failed") })
         #expect(worker.process.isRunning)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        server.arguments = ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"]
-        // No inherited stdio: a grandchild holding the test runner's pipe would keep `swift test` waiting.
-        server.standardInput = FileHandle.nullDevice
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try Self.startRedis(port: port)
         defer { kill(server.processIdentifier, SIGKILL) }
         let redis = try RedisClient(url: url)
         defer { redis.close() }
@@ -144,5 +137,65 @@ import Testing
         #expect(try await eventually(timeout: .seconds(30)) { (try? await queue.record(jobID))?.status == .succeeded })
         worker.signal(SIGTERM)
         #expect(await worker.waitForExit(timeout: .seconds(10)) == 0)
+    }
+
+    /// SIGTERM while Redis is unreachable at start-up: the connect loop used to ignore it (still running 15 s later).
+    @Test func aWorkerWaitingForRedisStopsAtOnceOnSIGTERM() async throws {
+        let url = "redis://127.0.0.1:\(CarbScanBinary.freePort())/0"
+        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
+        let worker = try CarbScanBinary.start(
+            ["work", "--queues", "default"], environment: ["REDIS_URL": url, "CARBSCAN_JOBS_DIR": jobs.path])
+        defer { worker.signal(SIGKILL) }
+        #expect(try await eventually(timeout: .seconds(30)) { worker.output.contains("connecting to redis failed") })
+        let signalled = ContinuousClock.now
+        worker.signal(SIGTERM)
+        #expect(await worker.waitForExit(timeout: .seconds(5)) == 0)
+        #expect(ContinuousClock.now - signalled < .seconds(2))
+    }
+
+    /// SIGTERM while busy with Redis gone: the worker used to retry recording outcomes for ever. It ends within the
+    /// grace period plus a bound, and leaves the unrecorded outcomes to the leases.
+    @Test func aBusyWorkerWhoseRedisIsGoneStopsWithinItsGracePeriodOnSIGTERM() async throws {
+        let port = CarbScanBinary.freePort()
+        let url = "redis://127.0.0.1:\(port)/0"
+        let server = try Self.startRedis(port: port)
+        defer { kill(server.processIdentifier, SIGKILL) }
+        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
+        let redis = try RedisClient(url: url)
+        defer { redis.close() }
+        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: "gone"))
+        let worker = try CarbScanBinary.start(
+            ["work", "--queues", "default", "--grace", "1"],
+            environment: ["REDIS_URL": url, "CARBSCAN_JOBS_DIR": jobs.path, "CARBSCAN_PREFIX": "gone"])
+        defer { worker.signal(SIGKILL) }
+        var ids: [JobID] = []
+        _ = try await eventually(timeout: .seconds(30)) {
+            (try? await queue.enqueue("noop", payload: ["sleepMs": 400], options: EnqueueOptions(indexed: true)).id).map { ids.append($0) }
+            return !ids.isEmpty
+        }
+        let long = try #require(try await queue.enqueue("noop", payload: ["sleepMs": 8000], options: EnqueueOptions(indexed: true)).id)
+        #expect(try await eventually(timeout: .seconds(30)) { try await queue.record(long)?.status == .running })
+        // Redis goes away while both run; the short job finishes and cannot be recorded.
+        kill(server.processIdentifier, SIGKILL)
+        try await Task.sleep(for: .milliseconds(600))
+        let signalled = ContinuousClock.now
+        worker.signal(SIGTERM)
+        #expect(await worker.waitForExit(timeout: .seconds(15)) == 0)
+        // Grace 1 s, 2 s for handlers that ignore cancellation, then 3 s of tries to record: well under 8 s.
+        #expect(ContinuousClock.now - signalled < .seconds(8), "\(ContinuousClock.now - signalled)")
+        #expect(worker.output.contains("their leases hand the jobs back"))
+    }
+
+    /// A private Redis on `port`, no persistence (the test kills it).
+    static func startRedis(port: Int) throws -> Process {
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        server.arguments = ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"]
+        // No inherited stdio: a grandchild holding the test runner's pipe would keep `swift test` waiting.
+        server.standardInput = FileHandle.nullDevice
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        return server
     }
 }

@@ -29,6 +29,9 @@ struct TestAPI: Sendable {
     let jwks: JWKSServer
     /// The settings the API was made with, for `otherProcess`.
     let environment: [String: String]
+    /// With `run(faults: true)`: the proxies the API reaches Redis and Postgres through, to cut them.
+    let redisProxy: FaultProxy?
+    let postgresProxy: FaultProxy?
 
     var clerkIssuer: String { "http://127.0.0.1:\(jwks.port)/clerk" }
 
@@ -55,8 +58,9 @@ struct TestAPI: Sendable {
     ///   - apple: configure Sign in with Apple (`APPLE_CLIENT_ID`).
     ///   - environment: extra settings as the process environment would give them (`LOGIN_MAX_FAILURES`, …).
     ///   - live: serve on a real loopback port (needed where the client address matters).
+    ///   - faults: reach Redis and Postgres through `FaultProxy`s (`redisProxy`, `postgresProxy`) to cut.
     static func run<T: Sendable>(
-        apple: Bool = true, environment: [String: String] = [:], live: Bool = false,
+        apple: Bool = true, environment: [String: String] = [:], live: Bool = false, faults: Bool = false,
         _ body: @Sendable (TestAPI, any TestClientProtocol) async throws -> T
     ) async throws -> T {
         await RunLimiter.shared.acquire()
@@ -67,8 +71,22 @@ struct TestAPI: Sendable {
         var configuration = try databaseConfiguration()
         configuration.searchPath = schema
         configuration.poolSize = 4
+        var redisConfiguration = try RedisConfiguration(
+            url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0")
+        var redisProxy: FaultProxy?
+        var postgresProxy: FaultProxy?
+        if faults {
+            redisProxy = try await FaultProxy.start(to: redisConfiguration.host, port: redisConfiguration.port)
+            postgresProxy = try await FaultProxy.start(to: configuration.host, port: configuration.port)
+            redisConfiguration.port = redisProxy!.port
+            configuration.port = postgresProxy!.port
+        }
+        defer {
+            redisProxy?.stop()
+            postgresProxy?.stop()
+        }
         let database = PostgresClient(configuration: configuration, logger: logger)
-        let redis = try RedisClient(url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0", logger: logger)
+        let redis = RedisClient(configuration: redisConfiguration, logger: logger)
         let prefix = "test-api-\(schema)"
         let appleKeys = try IdentityKeys(kids: ["apple-1"])
         let clerkKeys = try IdentityKeys(kids: ["clerk-1"], poolOffset: 1)
@@ -95,7 +113,7 @@ struct TestAPI: Sendable {
             let (router, routes) = try APIServer.router(dependencies)
             let api = TestAPI(
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
-                clerkKeys: clerkKeys, jwks: jwks, environment: env)
+                clerkKeys: clerkKeys, jwks: jwks, environment: env, redisProxy: redisProxy, postgresProxy: postgresProxy)
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
             let waiter = Task { try await dependencies.waiter.run() }
             defer { waiter.cancel() }

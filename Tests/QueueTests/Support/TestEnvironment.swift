@@ -22,7 +22,10 @@ struct TestEnvironment {
         retention: { succeeded: 1h, failed: 1d }
         """
 
-    init(kinds: [String: String] = ["noop": Self.noop], options: QueueOptions? = nil, name: String = #function) throws {
+    init(
+        kinds: [String: String] = ["noop": Self.noop], options: QueueOptions? = nil, redisURL: String = Self.redisURL,
+        name: String = #function
+    ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -30,7 +33,7 @@ struct TestEnvironment {
             try text.write(to: directory.appendingPathComponent("\(kind).yml"), atomically: true, encoding: .utf8)
         }
         let catalog = try JobCatalog.load(directory: directory.path)
-        redis = try RedisClient(url: Self.redisURL)
+        redis = try RedisClient(url: redisURL)
         prefix = "test-\(name.prefix { $0 != "(" })-\(UUID().uuidString.prefix(8))"
         var queueOptions = options ?? QueueOptions()
         queueOptions.prefix = prefix
@@ -46,14 +49,14 @@ struct TestEnvironment {
     /// A worker with the project's handlers, running until `stop()`; returns it with its task.
     func startWorker(
         concurrency: Int = 10, grace: Duration = .seconds(5), blockTimeout: Duration = .seconds(2),
-        queues: [(name: String, weight: Int)]? = nil
+        queues: [(name: String, weight: Int)]? = nil, logger: Logger? = nil
     ) -> (Worker, Task<Void, any Error>) {
         let worker = Worker(
             queue: queue, registry: Handlers.registry(redis: redis),
             options: WorkerOptions(
                 queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
                 blockTimeout: blockTimeout, promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200)),
-            logger: logger)
+            logger: logger ?? self.logger)
         return (worker, Task { try await worker.run() })
     }
 

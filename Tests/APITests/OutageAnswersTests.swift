@@ -1,0 +1,66 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import TestSupport
+import Testing
+
+/// While Redis or Postgres is down the API answers 503 `SERVICE_UNAVAILABLE` with `Retry-After`, in the seed's
+/// envelope and naming nothing internal (it answered 500 `SERVER_ERROR`), and recovers by itself.
+// The bodies are `[String: Any]` for JSONSerialization; they are constants, never mutated (hence nonisolated(unsafe)).
+@Suite struct OutageAnswersTests {
+    nonisolated(unsafe) static let login: [String: Any] = [
+        "provider": "email", "provider_uid": "u-1", "email": "a@example.com", "client_timestamp": "2026-11-24T12:00:00Z",
+    ]
+    nonisolated(unsafe) static let device: [String: Any] = ["deviceToken": String(repeating: "ab", count: 32), "platform": "ios"]
+
+    static func expectUnavailable(_ response: CallResult, _ what: String) {
+        #expect(response.status == 503, "\(what): \(response.status) \(response.text)")
+        #expect(response.errorCode == "SERVICE_UNAVAILABLE", "\(what): \(response.text)")
+        #expect(response.json["success"].bool == false)
+        #expect(Int(response.headers[.retryAfter] ?? "") ?? 0 >= 1, "\(what): no Retry-After")
+        let text = response.text.lowercased()
+        #expect(!text.contains("redis") && !text.contains("postgres") && !text.contains("127.0.0.1"), "\(what): \(response.text)")
+    }
+
+    @Test func enqueueingRoutesAnswer503QuicklyWhileRedisIsDown() async throws {
+        try await TestAPI.run(environment: ["LOGIN_MAX_ATTEMPTS_PER_IP": "1000"], faults: true) { api, client in
+            let account = try await api.register(client)
+            let redis = try #require(api.redisProxy)
+            redis.cut()
+            let started = ContinuousClock.now
+            Self.expectUnavailable(try await client.call(.post, "logins", token: account.accessToken, json: Self.login), "POST logins")
+            Self.expectUnavailable(try await client.call(.post, "devices/register", json: Self.device), "POST devices/register")
+            Self.expectUnavailable(
+                try await client.call(.post, "auth/login", json: ["email": account.email, "password": "correct horse"]), "POST auth/login")
+            #expect(ContinuousClock.now - started < .seconds(6), "three refusals took \(ContinuousClock.now - started)")
+            let health = try await client.call(.get, "health")
+            #expect(health.status == 503 && health.json["error"]["details"]["redis"].string == "unavailable")
+
+            redis.restore()
+            #expect(
+                try await eventually(timeout: .seconds(10)) {
+                    try await client.call(.post, "logins", token: account.accessToken, json: Self.login).status == 202
+                })
+        }
+    }
+
+    @Test func routesThatReadTheStoreAnswer503WhilePostgresIsDown() async throws {
+        try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "0"], faults: true) { api, client in
+            let account = try await api.register(client)
+            let postgres = try #require(api.postgresProxy)
+            postgres.cut()
+            Self.expectUnavailable(try await client.call(.get, "auth/me", token: account.accessToken), "GET auth/me")
+            Self.expectUnavailable(try await client.call(.get, "meals", token: account.accessToken), "GET meals")
+            Self.expectUnavailable(try await client.call(.get, "users/me", token: account.accessToken), "GET users/me")
+            Self.expectUnavailable(
+                try await client.call(.post, "auth/login", json: ["email": account.email, "password": "correct horse"]), "POST auth/login")
+
+            postgres.restore()
+            #expect(
+                try await eventually(timeout: .seconds(10)) {
+                    try await client.call(.get, "auth/me", token: account.accessToken).status == 200
+                })
+        }
+    }
+}
