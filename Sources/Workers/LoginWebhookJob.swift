@@ -1,12 +1,17 @@
 import Foundation
 import OutboundHTTP
 import Queue
+import Synchronization
 
 /// The `login-webhook` kind (jobs/login-webhook.yml): POSTs a sign-in or sign-out to the Supabase/PostgREST-style
 /// login endpoint of seed 002 (`{LOGIN_WEBHOOK_URL}/logins` or `/logins/signout`).
 ///
-/// Delivery is at least once; the event id goes along in `event_id` (a unique column there), so a re-delivered
-/// job makes the endpoint answer 409 `23505` instead of inserting twice, and that 409 counts as delivered.
+/// The body is seed 002's, member for member, so a Supabase table made as the seed says takes it (an unknown member
+/// is refused there: 400 `PGRST204`). Delivery is at least once; the event's stable id rides in the table's own
+/// primary key (`id`, a UUID; `LOGIN_WEBHOOK_ID_FIELD` renames it, `none` leaves it out), so a re-delivered job
+/// makes the endpoint answer 409 `23505` instead of inserting twice, and that 409 counts as delivered.
+/// A sign-out carries only seed 002 §4's three members; an endpoint without `logins/signout` (404: PostgREST has no
+/// such table, and the seed says the backend "may ignore this") is skipped, not retried.
 public struct LoginWebhookJob: JobKind {
     public static let name = "login-webhook"
 
@@ -22,6 +27,8 @@ public struct LoginWebhookJob: JobKind {
     }
 
     let services: WorkerServices
+    /// Whether this process has already said that the endpoint has no sign-out path (said once, not per event).
+    private let signOutMissingNoticed = Notice()
 
     public init(services: WorkerServices) {
         self.services = services
@@ -37,7 +44,8 @@ public struct LoginWebhookJob: JobKind {
         case "signout": path = "/logins/signout"
         default: throw JobFailure.permanent("unknown login event '\(parameters.event)' (expected signin or signout)")
         }
-        let request = Self.request(parameters, url: base + path, apiKey: services.settings.loginWebhookAPIKey)
+        let request = Self.request(
+            parameters, url: base + path, apiKey: services.settings.loginWebhookAPIKey, idField: services.settings.loginWebhookIDField)
         try await services.acquire(forKind: Self.name)
         let response: HTTPResponse
         do {
@@ -47,18 +55,22 @@ public struct LoginWebhookJob: JobKind {
             if error.outcome == .permanent { throw JobFailure.permanent(reason) }
             throw JobFailure.retryable(reason)
         }
-        return try classify(response)
+        return try classify(response, event: parameters.event)
     }
 
-    /// The POST of seed 002: JSON body, `Prefer: return=minimal` (PostgREST then answers 201 with no body), and
-    /// the key both as `apikey` and as a bearer token, as Supabase's gateway wants them.
-    static func request(_ parameters: Parameters, url: String, apiKey: String?) -> OutboundHTTP.HTTPRequest {
-        let body: JSONValue = [
+    /// The POST of seed 002: its JSON body (plus the event id in `idField` for a sign-in), `Prefer: return=minimal`
+    /// (PostgREST then answers 201 with no body), and the key both as `apikey` and as a bearer token, as Supabase's
+    /// gateway wants them.
+    static func request(_ parameters: Parameters, url: String, apiKey: String?, idField: String?) -> OutboundHTTP.HTTPRequest {
+        var body: [String: JSONValue] = [
             "provider": .string(parameters.provider), "provider_uid": .string(parameters.provider_uid),
-            "email": parameters.email.map(JSONValue.string) ?? .null,
-            "display_name": parameters.display_name.map(JSONValue.string) ?? .null,
-            "client_timestamp": .string(parameters.client_timestamp), "event_id": .string(parameters.eventId),
+            "client_timestamp": .string(parameters.client_timestamp),
         ]
+        if parameters.event == "signin" {
+            body["email"] = parameters.email.map(JSONValue.string) ?? .null
+            body["display_name"] = parameters.display_name.map(JSONValue.string) ?? .null
+            if let idField { body[idField] = .string(parameters.eventId) }
+        }
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"), ("Accept", "application/json"), ("Prefer", "return=minimal"),
         ]
@@ -66,18 +78,27 @@ public struct LoginWebhookJob: JobKind {
             headers.append(("apikey", apiKey))
             headers.append(("Authorization", "Bearer \(apiKey)"))
         }
-        return OutboundHTTP.HTTPRequest(method: .post, url: url, headers: headers, body: Array(body.jsonString.utf8))
+        return OutboundHTTP.HTTPRequest(method: .post, url: url, headers: headers, body: Array(JSONValue.object(body).jsonString.utf8))
     }
 
-    /// 2xx → delivered; 409 `23505` → delivered before; 408/429/5xx → retry (after `Retry-After` when given);
-    /// any other 4xx → dead at once with PostgREST's code and message (a retry would be refused the same way).
-    func classify(_ response: HTTPResponse) throws -> JSONValue {
+    /// 2xx → delivered; 409 `23505` → delivered before; a sign-out answered 404 → skipped (the endpoint has no
+    /// sign-out path); 408/429/5xx → retry (after `Retry-After` when given); any other 4xx → dead at once with
+    /// PostgREST's code and message (a retry would be refused the same way).
+    func classify(_ response: HTTPResponse, event: String) throws -> JSONValue {
         if (200..<300).contains(response.status) {
             return ["delivered": true, "status": .int(response.status)]
         }
         let problem = PostgRESTProblem(response.body)
         if response.status == 409, problem.code == "23505" {
             return ["delivered": true, "duplicate": true]
+        }
+        if response.status == 404, event == "signout" {
+            if signOutMissingNoticed.first() {
+                services.logger.notice(
+                    "the login endpoint has no logins/signout (404); sign-outs are skipped",
+                    metadata: ["answer": "\(redacted(problem.summary))"])
+            }
+            return ["delivered": false, "skipped": "the endpoint has no logins/signout (404)"]
         }
         let reason = redacted("login endpoint answered \(response.status)\(problem.summary)")
         switch response.outcome {
@@ -109,4 +130,11 @@ struct PostgRESTProblem {
         let parts = [code, message].compactMap { $0 }
         return parts.isEmpty ? "" : ": " + parts.joined(separator: " ")
     }
+}
+
+/// True the first time it is asked, false after: for things a process says once.
+final class Notice: Sendable {
+    private let said = Atomic<Bool>(false)
+
+    func first() -> Bool { !said.exchange(true, ordering: .relaxed) }
 }

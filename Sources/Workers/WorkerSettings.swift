@@ -10,6 +10,10 @@ public struct WorkerSettings: Sendable {
     /// Supabase/PostgREST-style login endpoint: `{loginWebhookURL}/logins`.
     public var loginWebhookURL: String?
     public var loginWebhookAPIKey: String?
+    /// The member that carries a sign-in's event id: the table's own primary key (seed 002's `id`, a UUID), so a
+    /// re-delivery is a 409, not a second row. Nil (`LOGIN_WEBHOOK_ID_FIELD=none`) for an API that refuses unknown
+    /// members: then a re-delivery may insert twice.
+    public var loginWebhookIDField: String?
     /// Stripe-style subscription API: `{stripeAPIBase}/v1/subscriptions/{id}`.
     public var stripeAPIBase: String
     public var stripeSecretKey: String?
@@ -22,7 +26,8 @@ public struct WorkerSettings: Sendable {
 
     public init(
         aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini", loginWebhookURL: String? = nil,
-        loginWebhookAPIKey: String? = nil, stripeAPIBase: String = "https://api.stripe.com", stripeSecretKey: String? = nil,
+        loginWebhookAPIKey: String? = nil, loginWebhookIDField: String? = "id", stripeAPIBase: String = "https://api.stripe.com",
+        stripeSecretKey: String? = nil,
         stripePriceTiers: [String: String] = [:], scanResetTimeZone: TimeZone = .gmt, photoRetention: Duration = .seconds(30 * 86_400)
     ) {
         self.aiBaseURL = aiBaseURL
@@ -30,6 +35,7 @@ public struct WorkerSettings: Sendable {
         self.aiModel = aiModel
         self.loginWebhookURL = loginWebhookURL
         self.loginWebhookAPIKey = loginWebhookAPIKey
+        self.loginWebhookIDField = loginWebhookIDField
         self.stripeAPIBase = stripeAPIBase
         self.stripeSecretKey = stripeSecretKey
         self.stripePriceTiers = stripePriceTiers
@@ -37,7 +43,7 @@ public struct WorkerSettings: Sendable {
         self.photoRetention = photoRetention
     }
 
-    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `LOGIN_WEBHOOK_URL`, `LOGIN_WEBHOOK_API_KEY`, `STRIPE_API_BASE`,
+    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `LOGIN_WEBHOOK_URL`, `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`,
     /// `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`.
     public static func fromEnvironment(_ environment: [String: String]) -> WorkerSettings {
         func value(_ name: String) -> String? {
@@ -53,7 +59,9 @@ public struct WorkerSettings: Sendable {
             aiBaseURL: value("AI_BASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, aiAPIKey: value("AI_API_KEY"),
             aiModel: value("AI_MODEL") ?? "gpt-4o-mini",
             loginWebhookURL: value("LOGIN_WEBHOOK_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
-            loginWebhookAPIKey: value("LOGIN_WEBHOOK_API_KEY"), stripeAPIBase: value("STRIPE_API_BASE") ?? "https://api.stripe.com",
+            loginWebhookAPIKey: value("LOGIN_WEBHOOK_API_KEY"),
+            loginWebhookIDField: value("LOGIN_WEBHOOK_ID_FIELD").map { $0 == "none" ? nil : $0 } ?? "id",
+            stripeAPIBase: value("STRIPE_API_BASE") ?? "https://api.stripe.com",
             stripeSecretKey: value("STRIPE_SECRET_KEY"), stripePriceTiers: tiers,
             scanResetTimeZone: value("SCAN_RESET_TIMEZONE").flatMap(TimeZone.init(identifier:)) ?? .gmt,
             photoRetention: .seconds(Int(value("PHOTO_RETENTION_DAYS") ?? "30").map { $0 * 86_400 } ?? 30 * 86_400))

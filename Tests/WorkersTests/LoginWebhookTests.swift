@@ -15,11 +15,12 @@ import Workers
         ]
     }
 
-    /// Runs `body` with a PostgREST server, stopped afterwards.
+    /// Runs `body` with a PostgREST server (or, with `signOutPath`, a custom API that has the sign-out path too),
+    /// stopped afterwards.
     static func withServer<T: Sendable>(
-        _ env: WorkerTestEnvironment, _ body: @Sendable (PostgRESTServer) async throws -> T
+        _ env: WorkerTestEnvironment, signOutPath: Bool = false, _ body: @Sendable (PostgRESTServer) async throws -> T
     ) async throws -> T {
-        let server = try await PostgRESTServer.start(apiKey: apiKey)
+        let server = try await PostgRESTServer.start(apiKey: apiKey, signOutPath: signOutPath)
         defer { server.stop() }
         return try await body(server)
     }
@@ -68,7 +69,7 @@ import Workers
                 let first = try await Self.finished(env, try await Self.enqueue(env, Self.payload(eventID: eventID)))
                 #expect(first.status == .succeeded, "\(first.error ?? "")")
                 #expect(try first.result.map(JSONValue.init(parsing:)) == ["delivered": true, "status": 201])
-                #expect(server.eventIDs() == [eventID])
+                #expect(server.ids() == [eventID])
 
                 let request = try #require(server.requests.first)
                 #expect(request.path == "/logins")
@@ -79,7 +80,7 @@ import Workers
                 #expect(
                     try JSONValue(parsing: request.body) == [
                         "provider": "apple", "provider_uid": "001234.abcd.0567", "email": "ada@example.com", "display_name": .null,
-                        "client_timestamp": "2026-01-02T03:04:05.000Z", "event_id": .string(eventID),
+                        "client_timestamp": "2026-01-02T03:04:05.000Z", "id": .string(eventID),
                     ])
                 // The handler drew from the kind's shared bucket (jobs/login-webhook.yml).
                 #expect(try await env.redis.send(["EXISTS", "\(env.prefix):ratelimit:login-webhook"]).int == 1)
@@ -92,25 +93,117 @@ import Workers
                 #expect(again.status == .succeeded, "\(again.error ?? "")")
                 #expect(try again.result.map(JSONValue.init(parsing:)) == ["delivered": true, "duplicate": true])
                 #expect(server.requests.count == 2)
-                #expect(server.eventIDs() == [eventID])
+                #expect(server.ids() == [eventID])
                 worker.stop()
                 try await task.value
             }
         }
     }
 
-    @Test func signOutGoesToTheSignOutEndpoint() async throws {
+    /// Seed 002's Supabase table has no sign-out path (PostgREST: 404 `PGRST205`); the seed says the backend may
+    /// ignore sign-outs, so they are skipped, not retried into the dead set.
+    @Test func aSignOutToAnEndpointWithoutTheSignOutPathIsSkipped() async throws {
         try await WorkerTestEnvironment.run { env in
             try await Self.withServer(env) { server in
                 let (worker, task) = env.startWorker(
                     settings: WorkerSettings(loginWebhookURL: server.url, loginWebhookAPIKey: Self.apiKey), queues: ["webhooks"])
                 defer { worker.stop() }
-                let eventID = UUID().uuidString.lowercased()
-                let record = try await Self.finished(env, try await Self.enqueue(env, Self.payload(event: "signout", eventID: eventID)))
+                for _ in 0..<2 {
+                    let record = try await Self.finished(env, try await Self.enqueue(env, Self.payload(event: "signout")))
+                    #expect(record.status == .succeeded, "\(record.error ?? "")")
+                    #expect(record.attempts == 1)
+                    #expect(try record.result.map(JSONValue.init(parsing:))?["skipped"] != nil, "\(record.result ?? "")")
+                }
+                #expect(server.requests.map(\.path) == ["/logins/signout", "/logins/signout"])
+                #expect(server.rows().isEmpty)
+                #expect(try await env.queue.stats().first { $0.queue == "webhooks" }?.dead == 0)
+                worker.stop()
+                try await task.value
+            }
+        }
+    }
+
+    /// A custom API that has the sign-out path gets seed 002 §4's body: provider, provider_uid, client_timestamp.
+    @Test func aSignOutCarriesExactlyTheSeedsThreeMembers() async throws {
+        try await WorkerTestEnvironment.run { env in
+            try await Self.withServer(env, signOutPath: true) { server in
+                let (worker, task) = env.startWorker(
+                    settings: WorkerSettings(loginWebhookURL: server.url, loginWebhookAPIKey: Self.apiKey), queues: ["webhooks"])
+                defer { worker.stop() }
+                let record = try await Self.finished(env, try await Self.enqueue(env, Self.payload(event: "signout")))
                 #expect(record.status == .succeeded, "\(record.error ?? "")")
+                #expect(try record.result.map(JSONValue.init(parsing:)) == ["delivered": true, "status": 201])
                 #expect(server.requests.map(\.path) == ["/logins/signout"])
-                #expect(server.eventIDs("logins/signout") == [eventID])
-                #expect(server.eventIDs("logins").isEmpty)
+                #expect(
+                    try JSONValue(parsing: server.requests[0].body) == [
+                        "provider": "apple", "provider_uid": "001234.abcd.0567", "client_timestamp": "2026-01-02T03:04:05.000Z",
+                    ])
+                #expect(server.rows("logins/signout").count == 1)
+                #expect(server.rows().isEmpty)
+                worker.stop()
+                try await task.value
+            }
+        }
+    }
+
+    /// The endpoint inserted the row but its answer was lost (a gateway's 502): the retry is a 409 on the primary
+    /// key, counted as delivered, and the table keeps one row for the event.
+    @Test func aRetryAfterALostAnswerLeavesOneRow() async throws {
+        try await WorkerTestEnvironment.run { env in
+            try await Self.withServer(env) { server in
+                server.enqueue(.init(status: 502, body: "bad gateway", insertFirst: true))
+                let (queue, worker, task) = Self.startFastWorker(
+                    env, settings: WorkerSettings(loginWebhookURL: server.url, loginWebhookAPIKey: Self.apiKey))
+                defer { worker.stop() }
+                let eventID = UUID().uuidString.lowercased()
+                let id = try #require(try await queue.enqueue("login-webhook", payload: Self.payload(eventID: eventID)).id)
+                let record = try await Self.finished(env, id)
+                #expect(record.status == .succeeded, "\(record.error ?? "")")
+                #expect(record.attempts == 2)
+                #expect(try record.result.map(JSONValue.init(parsing:)) == ["delivered": true, "duplicate": true])
+                #expect(server.ids() == [eventID])
+                worker.stop()
+                try await task.value
+            }
+        }
+    }
+
+    /// `LOGIN_WEBHOOK_ID_FIELD=none`, for an API that refuses unknown members: the body is the seed's five members
+    /// alone and the table makes its own id.
+    @Test func withoutAnIDFieldTheBodyIsTheSeedsFiveMembers() async throws {
+        try await WorkerTestEnvironment.run { env in
+            try await Self.withServer(env) { server in
+                #expect(WorkerSettings.fromEnvironment(["LOGIN_WEBHOOK_ID_FIELD": "none"]).loginWebhookIDField == nil)
+                #expect(WorkerSettings.fromEnvironment([:]).loginWebhookIDField == "id")
+                let settings = WorkerSettings(loginWebhookURL: server.url, loginWebhookAPIKey: Self.apiKey, loginWebhookIDField: nil)
+                let (worker, task) = env.startWorker(settings: settings, queues: ["webhooks"])
+                defer { worker.stop() }
+                let eventID = UUID().uuidString.lowercased()
+                let record = try await Self.finished(env, try await Self.enqueue(env, Self.payload(eventID: eventID)))
+                #expect(record.status == .succeeded, "\(record.error ?? "")")
+                let body = try JSONValue(parsing: try #require(server.requests.first).body)
+                #expect(body["id"] == nil)
+                #expect(server.rows().count == 1)
+                #expect(server.ids() != [eventID])
+                worker.stop()
+                try await task.value
+            }
+        }
+    }
+
+    /// The member the old body carried (`event_id`) is no column of seed 002's table: PostgREST refuses the row.
+    @Test func theSeedsTableRefusesAnUnknownMember() async throws {
+        try await WorkerTestEnvironment.run { env in
+            try await Self.withServer(env) { server in
+                let settings = WorkerSettings(loginWebhookURL: server.url, loginWebhookAPIKey: Self.apiKey, loginWebhookIDField: "event_id")
+                let (worker, task) = env.startWorker(settings: settings, queues: ["webhooks"])
+                defer { worker.stop() }
+                let record = try await Self.finished(env, try await Self.enqueue(env, Self.payload()))
+                #expect(record.status == .failed)
+                #expect(
+                    record.error?.contains("400: PGRST204 Could not find the 'event_id' column of 'logins'") == true,
+                    "\(record.error ?? "")")
+                #expect(server.rows().isEmpty)
                 worker.stop()
                 try await task.value
             }
@@ -130,7 +223,7 @@ import Workers
                 #expect(record.attempts == 2)
                 #expect(record.errors.map(\.error).first?.contains("503") == true, "\(record.errors)")
                 #expect(server.requests.count == 2)
-                #expect(server.eventIDs().count == 1)
+                #expect(server.rows().count == 1)
                 worker.stop()
                 try await task.value
             }
@@ -155,7 +248,7 @@ import Workers
                 let failedAt = try #require(record.errors.first?.at)
                 let finishedAt = try #require(record.finishedAt)
                 #expect(finishedAt.timeIntervalSince(failedAt) >= 0.9, "retried \(finishedAt.timeIntervalSince(failedAt)) s later")
-                #expect(server.eventIDs().count == 1)
+                #expect(server.rows().count == 1)
                 worker.stop()
                 try await task.value
             }
@@ -179,7 +272,7 @@ import Workers
                 #expect(!error.contains(wrongKey))
                 #expect(!record.errors.contains { $0.error.contains(wrongKey) })
                 #expect(server.requests.count == 1)
-                #expect(server.eventIDs().isEmpty)
+                #expect(server.rows().isEmpty)
                 worker.stop()
                 try await task.value
             }
