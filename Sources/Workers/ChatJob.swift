@@ -42,7 +42,27 @@ public struct ChatJob: JobKind {
         self.services = services
     }
 
+    /// The chat reserved when the message was accepted is charged with the stored answer, and refunded (once) when
+    /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+        do {
+            return try await answer(parameters, context: context)
+        } catch let failure as JobFailure where failure.kind == .permanent || context.attempt >= context.maxAttempts {
+            try await ChatReservations(services.database).refund(messageID: parameters.messageId)
+            throw JobFailure.permanent(failure.message)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let outage as any DependencyOutage where outage.isOutage {
+            throw outage
+        } catch {
+            if context.attempt >= context.maxAttempts {
+                try await ChatReservations(services.database).refund(messageID: parameters.messageId)
+            }
+            throw error
+        }
+    }
+
+    private func answer(_ parameters: Parameters, context: JobContext) async throws -> JSONValue {
         let answer = try await AIClient(services: services).complete(
             Answer.self, kind: Self.name,
             messages: [.init(role: "system", text: Self.instructions), .init(role: "user", text: parameters.message)],
@@ -51,11 +71,16 @@ public struct ChatJob: JobKind {
         guard !response.isEmpty else { throw JobFailure.retryable("unusable AI answer: an empty response") }
         let type = Self.messageTypes.contains(answer.messageType) ? answer.messageType : "general"
         let followUps = answer.followUpQuestions.map { String($0.prefix(300)) }.filter { !$0.isEmpty }.prefix(3)
-        let id = try await ChatMessages(services.database).insertOnce(
-            userID: parameters.userId, jobID: context.id.rawValue, message: parameters.message, response: String(response.prefix(8000)),
-            messageType: type, followUps: Array(followUps))
+        let stored = String(response.prefix(8000))
+        let id = try await services.database.transaction { tx in
+            let id = try await ChatMessages(tx).insertOnce(
+                userID: parameters.userId, jobID: context.id.rawValue, message: parameters.message, response: stored,
+                messageType: type, followUps: Array(followUps))
+            try await ChatReservations(tx).charge(messageID: parameters.messageId)
+            return id
+        }
         return [
-            "messageId": .int(Int(id)), "response": .string(String(response.prefix(8000))), "messageType": .string(type),
+            "messageId": .int(Int(id)), "response": .string(stored), "messageType": .string(type),
             "followUpQuestions": .array(followUps.map(JSONValue.string)),
         ]
     }

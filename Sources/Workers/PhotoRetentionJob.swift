@@ -6,7 +6,8 @@ import Store
 /// The `photo-retention` kind (jobs/photo-retention.yml): deletes stored meal photos older than
 /// `WorkerSettings.photoRetention`, oldest first, in short batches so no delete holds locks for long. Meals keep
 /// their rows (`meals.photo_id` is `ON DELETE SET NULL`). Idempotent: a re-run finds nothing left to delete.
-/// First it refunds the scans of analyses that died without running their handler (hourly, so none waits long).
+/// First it refunds the scans of analyses and the chats of chat jobs that died without running their handler
+/// (hourly, so none waits long).
 public struct PhotoRetentionJob: JobKind {
     public static let name = "photo-retention"
 
@@ -23,20 +24,35 @@ public struct PhotoRetentionJob: JobKind {
     /// Scans still reserved an hour on whose analysis job has died or is gone: a job buried after its workers kept
     /// dying never ran the handler's own refund. A job still queued, running or retrying keeps its reservation.
     public func refundAbandonedScans() async throws -> Int {
-        let queue = JobQueue(redis: services.redis, catalog: services.catalog, options: QueueOptions(prefix: services.prefix))
         let reservations = ScanReservations(services.database)
+        return try await refundAbandoned(try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000)) {
+            try await reservations.refund(photoID: $0)
+        }
+    }
+
+    /// The same for chats reserved an hour on whose job has died or is gone.
+    public func refundAbandonedChats() async throws -> Int {
+        let reservations = ChatReservations(services.database)
+        return try await refundAbandoned(try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000)) {
+            try await reservations.refund(messageID: $0)
+        }
+    }
+
+    private func refundAbandoned<Key>(_ open: [(Key, String?)], refund: (Key) async throws -> Bool) async throws -> Int {
+        let queue = JobQueue(redis: services.redis, catalog: services.catalog, options: QueueOptions(prefix: services.prefix))
         var refunded = 0
-        for (photoID, jobID) in try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000) {
+        for (key, jobID) in open {
             if let jobID, let id = JobID(rawValue: jobID), let record = try await queue.record(id), record.status != .failed {
                 continue
             }
-            if try await reservations.refund(photoID: photoID) { refunded += 1 }
+            if try await refund(key) { refunded += 1 }
         }
         return refunded
     }
 
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
         let refunded = try await refundAbandonedScans()
+        let chatsRefunded = try await refundAbandonedChats()
         let cutoff = Date().addingTimeInterval(-Double(services.settings.photoRetention.components.seconds))
         var deleted = 0
         var batches = 0
@@ -58,6 +74,9 @@ public struct PhotoRetentionJob: JobKind {
         }
         try Task.checkCancellation()
         context.logger.info("old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"])
-        return .object(["photosDeleted": .int(deleted), "batches": .int(batches), "scansRefunded": .int(refunded), "cutoff": .string(ISO8601DateFormatter().string(from: cutoff))])
+        return .object([
+            "photosDeleted": .int(deleted), "batches": .int(batches), "scansRefunded": .int(refunded), "chatsRefunded": .int(chatsRefunded),
+            "cutoff": .string(ISO8601DateFormatter().string(from: cutoff)),
+        ])
     }
 }

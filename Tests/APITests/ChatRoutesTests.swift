@@ -19,7 +19,8 @@ import Workers
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
             let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
-            let response = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "How many carbs are in a banana?"])
+            let response = try await client.call(
+                .post, "chat", token: account.accessToken, json: ["message": "How many carbs are in a banana?"])
             worker.stop()
             try await task.value
             #expect(response.status == 200)
@@ -41,7 +42,8 @@ import Workers
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
             let accepted = try await client.call(
-                .post, "chat", token: account.accessToken, json: ["message": "Carbs in rice?"], headers: [.init("Prefer")!: "respond-async"])
+                .post, "chat", token: account.accessToken, json: ["message": "Carbs in rice?"], headers: [.init("Prefer")!: "respond-async"]
+            )
             #expect(accepted.status == 202)
             let jobID = try #require(accepted.data["jobId"].string)
             #expect(accepted.headers[.location] == "/api/mobile/v1/jobs/\(jobID)")
@@ -52,6 +54,47 @@ import Workers
             #expect(job.data["status"].string == "succeeded")
             #expect(job.data["type"].string == "chat")
             #expect(job.data["result"]["messageType"].string == "carb_lookup")
+        }
+    }
+
+    /// A chat whose job dies (here: the model refuses the key, a permanent 401) is given back to the day, exactly
+    /// once; a chat that is answered stays counted. It used to cost the user a chat either way.
+    @Test func aChatWhoseJobDiesIsRefundedOnceAndAnAnsweredOneIsCharged() async throws {
+        let refusing = try await OpenAIServer.start(
+            fallback: .error(status: 401, type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided"))
+        defer { refusing.stop() }
+        let model = try await OpenAIServer.start(fallback: .json(Self.answer))
+        defer { model.stop() }
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            var (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: refusing.baseURL, aiAPIKey: "sk-bad"))
+            for _ in 0..<2 {
+                let failed = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "Carbs in an apple?"])
+                #expect(failed.status == 502 && failed.errorCode == "JOB_FAILED", "\(failed.text)")
+            }
+            worker.stop()
+            try await task.value
+            var status = try await client.call(.get, "subscriptions/status", token: account.accessToken)
+            #expect(status.data["chat"]["usedToday"].int == 0, "\(status.text)")
+            #expect(status.data["chat"]["remaining"].int == 5)
+            let rows = try await api.database.query(
+                "SELECT status, count(*)::int AS n FROM chat_reservations WHERE user_id = $1 GROUP BY status", [account.id])
+            #expect(try rows.map { "\(try $0.decode("status", as: String.self))=\(try $0.decode("n", as: Int.self))" } == ["refunded=2"])
+
+            (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
+            let answered = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "Carbs in a banana?"])
+            worker.stop()
+            try await task.value
+            #expect(answered.status == 200 && answered.data["usage"]["totalUsedToday"].int == 1, "\(answered.text)")
+            status = try await client.call(.get, "subscriptions/status", token: account.accessToken)
+            #expect(status.data["chat"]["usedToday"].int == 1)
+            #expect(try await ChatReservations(api.database).open(olderThan: Date().addingTimeInterval(60), limit: 10).isEmpty)
+            // A refund runs once: the dead jobs' reservations, refunded again (a redelivery), change nothing.
+            let dead = try await api.database.query(
+                "SELECT message_id::text AS id FROM chat_reservations WHERE user_id = $1 AND status = 'refunded'", [account.id])
+            for row in dead { #expect(try await ChatReservations(api.database).refund(messageID: try row.decode("id")) == false) }
+            status = try await client.call(.get, "subscriptions/status", token: account.accessToken)
+            #expect(status.data["chat"]["usedToday"].int == 1)
         }
     }
 

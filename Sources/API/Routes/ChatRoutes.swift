@@ -40,17 +40,35 @@ struct ChatRoutes {
         let message = try Field.text(body.message, "message", max: Self.maxMessageLength, required: true)!
         let limit = user.tier.chatsPerDay
         let day = UsageCounters.day(of: Date(), in: user.calendarTimeZone)
-        guard let used = try await ChatQuota(database).take(userID: user.id, day: day, limit: limit) else {
+        let messageID = UUID.randomV4().lowercasedString
+        // The chat is counted and reserved together; the job charges it when its answer is stored, or refunds it
+        // when it dies, so a failed chat costs nothing.
+        let taken = try await database.transaction { tx -> Int? in
+            guard let used = try await ChatQuota(tx).take(userID: user.id, day: day, limit: limit) else { return nil }
+            try await ChatReservations(tx).insert(messageID: messageID, userID: user.id, day: day)
+            return used
+        }
+        guard let used = taken else {
             throw APIError(
                 .tooManyRequests, "CHAT_LIMIT_REACHED",
                 "You've reached your daily limit of AI chat questions. Upgrade to Pro for unlimited AI assistance!",
-                details: ["remainingChats": .int(0), "dailyLimit": limit.map(JSONValue.int) ?? .null, "subscriptionTier": .string(user.tier.rawValue)])
+                details: [
+                    "remainingChats": .int(0), "dailyLimit": limit.map(JSONValue.int) ?? .null,
+                    "subscriptionTier": .string(user.tier.rawValue),
+                ])
         }
-        let payload: JSONValue = [
-            "userId": .string(user.id), "messageId": .string(UUID.randomV4().lowercasedString), "message": .string(message),
-        ]
-        guard let id = try await queue.enqueue("chat", payload: payload, options: EnqueueOptions(owner: user.id)).id else {
-            throw StoreError("the chat message was not enqueued")
+        let payload: JSONValue = ["userId": .string(user.id), "messageId": .string(messageID), "message": .string(message)]
+        let id: JobID
+        do {
+            guard let enqueued = try await queue.enqueue("chat", payload: payload, options: EnqueueOptions(owner: user.id)).id else {
+                throw StoreError("the chat message was not enqueued")
+            }
+            id = enqueued
+            try await ChatReservations(database).attach(messageID: messageID, jobID: id.rawValue)
+        } catch {
+            // Nothing half-done: without a job the chat goes back.
+            _ = try? await ChatReservations(database).refund(messageID: messageID)
+            throw error
         }
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
             struct Stored: Decodable {
@@ -61,9 +79,11 @@ struct ChatRoutes {
             guard let text = record.result, let stored = try? JSONDecoder().decode(Stored.self, from: Data(text.utf8)) else {
                 throw StoreError("chat job \(id) succeeded without a result")
             }
-            return try Envelope.success(Answer(
-                response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions,
-                usage: .init(remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)))
+            return try Envelope.success(
+                Answer(
+                    response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions,
+                    usage: .init(
+                        remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)))
         }
     }
 
