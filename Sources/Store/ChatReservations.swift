@@ -59,6 +59,18 @@ public struct ChatReservations: Sendable {
         ).map { (try $0.decode("message_id"), try $0.decode("job_id")) }
     }
 
+    /// The chats counted on the reservation's day (nil without a reservation: a job enqueued before they existed).
+    public func usedOnItsDay(messageID: String) async throws -> Int? {
+        try await db.query(
+            """
+            SELECT COALESCE(c.used, 0)::int AS used FROM chat_reservations r
+            LEFT JOIN usage_counters c ON c.user_id = r.user_id AND c.kind = 'chat' AND c.period = r.day
+            WHERE r.message_id = $1::uuid
+            """,
+            [messageID]
+        ).first?.decode("used")
+    }
+
     public func status(messageID: String) async throws -> String? {
         try await db.query("SELECT status FROM chat_reservations WHERE message_id = $1::uuid", [messageID]).first?.decode("status")
     }

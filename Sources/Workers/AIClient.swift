@@ -3,9 +3,11 @@ import OutboundHTTP
 import Queue
 
 /// An OpenAI-compatible chat completions client (`POST {base}/v1/chat/completions`), asking for JSON that
-/// matches a schema (`response_format: json_schema`). Failures are classified for the queue: network, timeout,
-/// 408, 429 and 5xx are retried (after `Retry-After` when the provider says); other 4xx are permanent; an answer
-/// that is not the JSON asked for is retried (a model may do better on another try).
+/// matches a schema (`response_format: json_schema`) within a bounded number of tokens (`max_tokens`: llama.cpp,
+/// Ollama and vLLM otherwise generate until the context is full). Failures are classified for the queue: network,
+/// timeout, 408, 429 and 5xx are retried (after `Retry-After` when the provider says); other 4xx, and a model that
+/// cannot take images (llama-server answers that with a 500), are permanent; an answer that is not the JSON asked
+/// for is retried (a model may do better on another try).
 struct AIClient: Sendable {
     let services: WorkerServices
 
@@ -29,6 +31,7 @@ struct AIClient: Sendable {
         if let key = services.settings.aiAPIKey { headers.append(("Authorization", "Bearer \(key)")) }
         let body: JSONValue = [
             "model": .string(services.settings.aiModel),
+            "max_tokens": .int(services.settings.aiMaxTokens(forKind: kind)),
             "messages": .array(messages.map(Self.encode)),
             "response_format": [
                 "type": "json_schema",
@@ -38,16 +41,22 @@ struct AIClient: Sendable {
         let response: HTTPResponse
         do {
             response = try await services.http.send(
-                HTTPRequest(method: .post, url: base + "/v1/chat/completions", headers: headers, body: Array(body.jsonString.utf8)))
+                HTTPRequest(method: .post, url: base + "/v1/chat/completions", headers: headers, body: Array(body.jsonString.utf8)),
+                totalTimeout: requestTimeout(forKind: kind))
         } catch {
             if error.outcome == .permanent { throw JobFailure.permanent("AI request refused: \(error)") }
             throw JobFailure.retryable("AI request failed: \(error)")
+        }
+        if response.outcome != .success, Self.refusesImages(response) {
+            throw JobFailure.permanent(
+                "the AI model cannot take images (AI_MODEL must be a vision model): \(response.status) \(Self.errorMessage(response))")
         }
         switch response.outcome {
         case .success:
             break
         case .retryable:
-            throw JobFailure.retryable("AI provider answered \(response.status): \(Self.errorMessage(response))", after: response.retryAfter())
+            throw JobFailure.retryable(
+                "AI provider answered \(response.status): \(Self.errorMessage(response))", after: response.retryAfter())
         case .permanent:
             throw JobFailure.permanent("AI provider refused with \(response.status): \(Self.errorMessage(response))")
         }
@@ -60,6 +69,22 @@ struct AIClient: Sendable {
         } catch {
             throw JobFailure.retryable("unusable AI answer: the content is not the JSON asked for (\(error))")
         }
+    }
+
+    /// The whole request, connection to last byte, ends before the kind's timeout (`jobs/<kind>.yml`: 5 s before it,
+    /// or a quarter of it when that is shorter), so a slow model fails the attempt with a clear timeout and the
+    /// handler still has time to record it; libcurl's fixed 30 s used to end chats (45 s timeout) early.
+    func requestTimeout(forKind kind: String) -> Duration {
+        let jobTimeout = services.catalog[kind]?.timeout ?? .seconds(30)
+        return jobTimeout - min(.seconds(5), jobTimeout / 4)
+    }
+
+    /// A text-only model asked about an image: llama-server answers 500 "image input is not supported", other
+    /// servers a 4xx naming images or vision. Retrying cannot help.
+    static func refusesImages(_ response: HTTPResponse) -> Bool {
+        let message = errorMessage(response).lowercased()
+        return ["image input is not supported", "does not support image", "image_url is only supported", "vision is not supported"]
+            .contains { message.contains($0) }
     }
 
     /// The part of OpenAI's chat completion answer this client reads.
@@ -84,7 +109,7 @@ struct AIClient: Sendable {
     }
 
     /// OpenAI's error shape: `{"error": {"message", "type", "code"}}`; the message only (never our key).
-    private static func errorMessage(_ response: HTTPResponse) -> String {
+    static func errorMessage(_ response: HTTPResponse) -> String {
         struct Envelope: Decodable {
             struct Body: Decodable {
                 var message: String?

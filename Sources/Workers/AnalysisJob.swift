@@ -25,12 +25,28 @@ public struct AnalysisJob: JobKind {
         var analysis: String
     }
 
+    /// Bounds and descriptions where providers honour them (OpenAI's strict mode takes `minimum`/`maximum`): a
+    /// small model put 0–1 values in the gram range without them. `validate` still checks every answer.
     static let schema: JSONValue = [
         "type": "object", "additionalProperties": false,
         "required": ["compositeItemName", "carbEstimate", "confidenceLow", "confidenceHigh", "confidenceLevel", "analysis"],
         "properties": [
-            "compositeItemName": ["type": "string"], "carbEstimate": ["type": "number"], "confidenceLow": ["type": "number"],
-            "confidenceHigh": ["type": "number"], "confidenceLevel": ["type": "number"], "analysis": ["type": "string"],
+            "compositeItemName": ["type": "string", "description": "What the meal is, in a few words."],
+            "carbEstimate": [
+                "type": "number", "minimum": 0, "maximum": 1000, "description": "Carbohydrates in the whole meal, in grams.",
+            ],
+            "confidenceLow": [
+                "type": "number", "minimum": 0, "maximum": 1000,
+                "description": "Lower end of the likely range, in grams (not a probability); at most carbEstimate.",
+            ],
+            "confidenceHigh": [
+                "type": "number", "minimum": 0, "maximum": 1000,
+                "description": "Upper end of the likely range, in grams (not a probability); at least carbEstimate.",
+            ],
+            "confidenceLevel": [
+                "type": "number", "minimum": 0, "maximum": 1, "description": "How sure the estimate is, from 0 to 1.",
+            ],
+            "analysis": ["type": "string", "description": "A short explanation, item by item, of at most a few sentences."],
         ],
     ]
 

@@ -1,4 +1,5 @@
 import Foundation
+import Postgres
 import Queue
 import Store
 
@@ -24,7 +25,7 @@ public struct ChatJob: JobKind {
     static let schema: JSONValue = [
         "type": "object", "additionalProperties": false, "required": ["response", "messageType", "followUpQuestions"],
         "properties": [
-            "response": ["type": "string"],
+            "response": ["type": "string", "description": "The answer, briefly, with grams where they help."],
             "messageType": ["type": "string", "enum": .array(messageTypes.map(JSONValue.string))],
             "followUpQuestions": ["type": "array", "items": ["type": "string"], "maxItems": 3],
         ],
@@ -72,16 +73,30 @@ public struct ChatJob: JobKind {
         let type = Self.messageTypes.contains(answer.messageType) ? answer.messageType : "general"
         let followUps = answer.followUpQuestions.map { String($0.prefix(300)) }.filter { !$0.isEmpty }.prefix(3)
         let stored = String(response.prefix(8000))
-        let id = try await services.database.transaction { tx in
+        let (id, usage) = try await services.database.transaction { tx in
             let id = try await ChatMessages(tx).insertOnce(
                 userID: parameters.userId, jobID: context.id.rawValue, message: parameters.message, response: stored,
                 messageType: type, followUps: Array(followUps))
             try await ChatReservations(tx).charge(messageID: parameters.messageId)
-            return id
+            return (id, try await Self.usage(parameters, in: tx))
         }
-        return [
+        var result: [String: JSONValue] = [
             "messageId": .int(Int(id)), "response": .string(stored), "messageType": .string(type),
             "followUpQuestions": .array(followUps.map(JSONValue.string)),
+        ]
+        result["usage"] = usage
+        return .object(result)
+    }
+
+    /// Seed 001's `usage` of a chat answer, as of this answer, so the async result (`jobs/{id}`) has the same shape
+    /// as the sync 200. Nil for a job enqueued before chats were reserved.
+    static func usage(_ parameters: Parameters, in tx: PostgresTransaction) async throws -> JSONValue? {
+        guard let used = try await ChatReservations(tx).usedOnItsDay(messageID: parameters.messageId),
+            let user = try await Users(tx).find(id: parameters.userId)
+        else { return nil }
+        return [
+            "remainingChats": user.tier.chatsPerDay.map { .int(max(0, $0 - used)) } ?? .null, "totalUsedToday": .int(used),
+            "subscriptionTier": .string(user.tier.rawValue),
         ]
     }
 }

@@ -7,6 +7,9 @@ public struct WorkerSettings: Sendable {
     public var aiBaseURL: String?
     public var aiAPIKey: String?
     public var aiModel: String
+    /// The most tokens a model may generate per answer, by kind (`AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`):
+    /// without a bound llama.cpp, Ollama and vLLM generate until the context is full.
+    public var aiMaxTokens: [String: Int]
     /// Supabase/PostgREST-style login endpoint: `{loginWebhookURL}/logins`.
     public var loginWebhookURL: String?
     public var loginWebhookAPIKey: String?
@@ -25,7 +28,8 @@ public struct WorkerSettings: Sendable {
     public var photoRetention: Duration
 
     public init(
-        aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini", loginWebhookURL: String? = nil,
+        aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini",
+        aiMaxTokens: [String: Int] = WorkerSettings.defaultMaxTokens, loginWebhookURL: String? = nil,
         loginWebhookAPIKey: String? = nil, loginWebhookIDField: String? = "id", stripeAPIBase: String = "https://api.stripe.com",
         stripeSecretKey: String? = nil,
         stripePriceTiers: [String: String] = [:], scanResetTimeZone: TimeZone = .gmt, photoRetention: Duration = .seconds(30 * 86_400)
@@ -33,6 +37,7 @@ public struct WorkerSettings: Sendable {
         self.aiBaseURL = aiBaseURL
         self.aiAPIKey = aiAPIKey
         self.aiModel = aiModel
+        self.aiMaxTokens = aiMaxTokens
         self.loginWebhookURL = loginWebhookURL
         self.loginWebhookAPIKey = loginWebhookAPIKey
         self.loginWebhookIDField = loginWebhookIDField
@@ -43,7 +48,13 @@ public struct WorkerSettings: Sendable {
         self.photoRetention = photoRetention
     }
 
-    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `LOGIN_WEBHOOK_URL`, `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`,
+    /// An analysis answer is a short JSON object (about 200 tokens); a chat answer at most 8,000 characters is kept.
+    public static let defaultMaxTokens = ["analysis": 700, "chat": 1200]
+
+    /// The bound for `kind`'s answers (1,000 for a kind without its own).
+    public func aiMaxTokens(forKind kind: String) -> Int { aiMaxTokens[kind] ?? 1000 }
+
+    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`, `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`,
     /// `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`.
     public static func fromEnvironment(_ environment: [String: String]) -> WorkerSettings {
         func value(_ name: String) -> String? {
@@ -55,9 +66,13 @@ public struct WorkerSettings: Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             if parts.count == 2 { tiers[parts[0]] = parts[1] }
         }
+        var maxTokens = defaultMaxTokens
+        for kind in maxTokens.keys {
+            if let text = value("AI_MAX_TOKENS_\(kind.uppercased())"), let bound = Int(text), bound > 0 { maxTokens[kind] = bound }
+        }
         return WorkerSettings(
             aiBaseURL: value("AI_BASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, aiAPIKey: value("AI_API_KEY"),
-            aiModel: value("AI_MODEL") ?? "gpt-4o-mini",
+            aiModel: value("AI_MODEL") ?? "gpt-4o-mini", aiMaxTokens: maxTokens,
             loginWebhookURL: value("LOGIN_WEBHOOK_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
             loginWebhookAPIKey: value("LOGIN_WEBHOOK_API_KEY"),
             loginWebhookIDField: value("LOGIN_WEBHOOK_ID_FIELD").map { $0 == "none" ? nil : $0 } ?? "id",

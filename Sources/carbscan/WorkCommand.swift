@@ -46,8 +46,12 @@ struct WorkCommand: AsyncParsableCommand {
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {
-                logger.warning("job kinds without a handler in this build: their jobs go to the dead set", metadata: ["kinds": "\(unhandled)"])
+                logger.warning(
+                    "job kinds without a handler in this build: their jobs go to the dead set", metadata: ["kinds": "\(unhandled)"])
             }
+            let probe = AIModelProbe(services: services)
+            let servesAnalyses = weights.contains { $0.name == queue.catalog[AnalysisJob.name]?.queue }
+            Task { if let report = await probe.run() { probe.log(report, servesAnalyses: servesAnalyses, logger: logger) } }
             let worker = Worker(
                 queue: queue, registry: registry,
                 options: WorkerOptions(queues: weights, concurrency: concurrency, gracePeriod: .seconds(grace)), logger: logger)
@@ -79,8 +83,6 @@ func parseQueues(_ text: String?, catalog: JobCatalog) throws -> [(name: String,
         return (name, parts.count == 2 ? Int(parts[1])! : 1)
     }
 }
-
-import Foundation
 
 struct ScheduleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -54,6 +54,10 @@ import Workers
             #expect(job.data["status"].string == "succeeded")
             #expect(job.data["type"].string == "chat")
             #expect(job.data["result"]["messageType"].string == "carb_lookup")
+            // The same `usage` as a sync 200 has (seed 001), as of the answer.
+            #expect(job.data["result"]["usage"]["totalUsedToday"].int == 1)
+            #expect(job.data["result"]["usage"]["remainingChats"].int == 4)
+            #expect(job.data["result"]["usage"]["subscriptionTier"].string == "free")
         }
     }
 

@@ -3,10 +3,26 @@ import Hummingbird
 import Queue
 import Synchronization
 
-/// A local server speaking OpenAI's chat completions API (`POST /v1/chat/completions`), answering from a script:
-/// a JSON answer in a completion, OpenAI's error shape with a status (and `Retry-After`), a malformed or truncated
-/// body, or a slow answer. It records every request it got.
+/// A local server speaking OpenAI's chat completions API (`POST /v1/chat/completions`, and `GET /v1/models`),
+/// answering from a script: a JSON answer in a completion, OpenAI's error shape with a status (and `Retry-After`), a
+/// malformed or truncated body, or a slow answer. It records every request it got. With `LlamaCpp` it also behaves
+/// as llama.cpp's `llama-server` does: no default output limit (a request without `max_tokens` generates until the
+/// context is full and ends with `finish_reason: length`), a text-only model refusing an image part with a 500, and
+/// `GET /props` reporting the model's modalities.
 public final class OpenAIServer: Sendable {
+    /// llama-server's behaviour, as observed with a small real model.
+    public struct LlamaCpp: Sendable {
+        /// A model loaded without a multimodal projector: image parts are refused.
+        public var vision: Bool
+        /// The model file name it reports as its id.
+        public var model: String
+
+        public init(vision: Bool, model: String = "qwen2.5-0.5b-instruct-q4_k_m.gguf") {
+            self.vision = vision
+            self.model = model
+        }
+    }
+
     public indirect enum Reply: Sendable {
         /// A completion whose message content is this text (the model's JSON answer).
         case content(String, finishReason: String = "stop")
@@ -42,16 +58,50 @@ public final class OpenAIServer: Sendable {
         self.state = state
     }
 
-    public static func start(fallback: Reply) async throws -> OpenAIServer {
+    public static func start(fallback: Reply, llamaCpp: LlamaCpp? = nil) async throws -> OpenAIServer {
         let state = ServerState(fallback: fallback)
         let router = Router()
         router.post("v1/chat/completions") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 32 << 20)
-            let reply = state.next(Received(authorization: request.headers[.authorization], body: String(buffer: body)))
+            let text = String(buffer: body)
+            let reply = state.next(Received(authorization: request.headers[.authorization], body: text))
+            if let llamaCpp, let refusal = Self.llamaCppRefusal(text, llamaCpp) { return try await Self.respond(refusal) }
             return try await Self.respond(reply)
+        }
+        router.get("v1/models") { _, _ -> Response in
+            let id = llamaCpp?.model ?? "gpt-4o-mini"
+            let owner = llamaCpp == nil ? "openai" : "llamacpp"
+            let list: [String: Any] = [
+                "object": "list", "data": [["id": id, "object": "model", "created": 1_700_000_000, "owned_by": owner]],
+            ]
+            return json(200, try JSONSerialization.data(withJSONObject: list))
+        }
+        if let llamaCpp {
+            router.get("props") { _, _ -> Response in
+                let props: [String: Any] = [
+                    "model_path": "/models/\(llamaCpp.model)", "modalities": ["vision": llamaCpp.vision, "audio": false],
+                    "default_generation_settings": ["n_ctx": 4096, "params": ["n_predict": -1]],
+                ]
+                return json(200, try JSONSerialization.data(withJSONObject: props))
+            }
         }
         let server = try await LocalServer.start(router, name: "openai")
         return OpenAIServer(port: server.port, server: server, state: state)
+    }
+
+    /// What llama-server does before the script gets a say: refuse an image part without vision (its exact 500), and
+    /// run a request without `max_tokens` to the context's end (`n_predict: -1`), cutting the JSON off.
+    private static func llamaCppRefusal(_ body: String, _ llamaCpp: LlamaCpp) -> Reply? {
+        guard let request = try? JSONValue(parsing: body) else { return nil }
+        if !llamaCpp.vision, body.contains("\"image_url\"") {
+            return .error(
+                status: 500, type: "server_error", code: nil,
+                message: "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj")
+        }
+        if request["max_tokens"] == nil && request["max_completion_tokens"] == nil {
+            return .content(#"{"response": "Carbohydrates are sugars, starches and fibre. The"#, finishReason: "length")
+        }
+        return nil
     }
 
     public func stop() { server.stop() }

@@ -5,7 +5,8 @@ import Queue
 import Store
 import TestSupport
 import Testing
-import Workers
+
+@testable import Workers
 
 /// analysis and chat against a local server speaking OpenAI's chat completions protocol, errors included.
 @Suite struct AIJobsTests {
@@ -45,10 +46,11 @@ import Workers
     }
 
     func finished(_ env: WorkerTestEnvironment, _ id: JobID) async throws -> JobRecord {
-        #expect(try await eventually(timeout: .seconds(30)) {
-            let status = try await env.queue.record(id)?.status
-            return status == .succeeded || status == .failed
-        })
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                let status = try await env.queue.record(id)?.status
+                return status == .succeeded || status == .failed
+            })
         return try #require(try await env.queue.record(id))
     }
 
@@ -58,7 +60,8 @@ import Workers
         try await WorkerTestEnvironment.run { env in
             let (user, photoID) = try await photo(env)
             let (worker, task) = env.startWorker(settings: settings(server), queues: ["ai"])
-            let id = try #require(try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": .string(String(photoID))]).id)
+            let id = try #require(
+                try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": .string(String(photoID))]).id)
             let record = try await finished(env, id)
             worker.stop()
             try await task.value
@@ -95,7 +98,9 @@ import Workers
             let payload = #"{"userId":"\#(user.id)","photoId":"\#(photoID)"}"#
             let id = JobID.random()
             // An early attempt: retryable, the scan stays reserved.
-            await #expect(throws: JobFailure.self) { _ = try await handler(payload, JobContext(id: id, kind: "analysis", attempt: 1, maxAttempts: 4)) }
+            await #expect(throws: JobFailure.self) {
+                _ = try await handler(payload, JobContext(id: id, kind: "analysis", attempt: 1, maxAttempts: 4))
+            }
             #expect(try await ScanReservations(env.database).status(photoID: photoID) == "reserved")
             #expect(try await remainingScans(env, user.id) == Tier.free.scanLimit - 1)
             // The last attempt: dead with the reason, the scan back — and only once, however often it is replayed.
@@ -118,7 +123,8 @@ import Workers
         try await WorkerTestEnvironment.run { env in
             let (user, photoID) = try await photo(env)
             let (worker, task) = env.startWorker(settings: settings(nil), queues: ["ai"])
-            let id = try #require(try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": .string(String(photoID))]).id)
+            let id = try #require(
+                try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": .string(String(photoID))]).id)
             let record = try await finished(env, id)
             worker.stop()
             try await task.value
@@ -136,7 +142,9 @@ import Workers
         try await WorkerTestEnvironment.run { env in
             let user = try await env.createUser()
             let (worker, task) = env.startWorker(settings: settings(server), queues: ["ai"])
-            let payload: JSONValue = ["userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": "Carbs in a banana?"]
+            let payload: JSONValue = [
+                "userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": "Carbs in a banana?",
+            ]
             let id = try #require(try await env.queue.enqueue("chat", payload: payload).id)
             let record = try await finished(env, id)
             worker.stop()
@@ -147,22 +155,33 @@ import Workers
             #expect(result["followUpQuestions"] == .array(["What about a small banana?", "Are bananas good for diabetics?"]))
             let handler = try #require(Handlers.registry(services: env.services(settings(server))).handler(for: "chat"))
             _ = try await handler(payload.jsonString, JobContext(id: id, kind: "chat", attempt: 2, maxAttempts: 3))
-            #expect(try await count(env, "SELECT count(*) FROM chat_messages WHERE user_id = $1 AND message_type = 'carb_lookup'", [user.id]) == 1)
+            #expect(
+                try await count(env, "SELECT count(*) FROM chat_messages WHERE user_id = $1 AND message_type = 'carb_lookup'", [user.id])
+                    == 1)
         }
     }
 
     /// One case per provider behaviour: (replies, expected final status, attempts, text the error must hold).
     @Test(arguments: [
-        ([OpenAIServer.Reply.error(status: 401, type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided")],
-         JobStatus.failed, 1, "invalid_api_key"),
-        ([.error(status: 429, type: "rate_limit_exceeded", code: "rate_limit_exceeded", message: "Rate limit reached", retryAfter: 1)],
-         .succeeded, 2, ""),
+        (
+            [
+                OpenAIServer.Reply.error(
+                    status: 401, type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided")
+            ],
+            JobStatus.failed, 1, "invalid_api_key"
+        ),
+        (
+            [.error(status: 429, type: "rate_limit_exceeded", code: "rate_limit_exceeded", message: "Rate limit reached", retryAfter: 1)],
+            .succeeded, 2, ""
+        ),
         ([.error(status: 500, type: "server_error", code: nil, message: "The server had an error")], .succeeded, 2, ""),
         ([.raw(#"{"choices": [{"message": {"content": "{\"response\": \"x\""#)], .succeeded, 2, ""),
         ([.content("Sure! Bananas have carbs.")], .succeeded, 2, ""),
         ([.content(#"{"response":"x","messageType":"general","followUpQuestions":[]"#, finishReason: "length")], .succeeded, 2, ""),
     ])
-    func providerFailuresAreRetriedOrDead(_ replies: [OpenAIServer.Reply], expected: JobStatus, attempts: Int, errorText: String) async throws {
+    func providerFailuresAreRetriedOrDead(_ replies: [OpenAIServer.Reply], expected: JobStatus, attempts: Int, errorText: String)
+        async throws
+    {
         let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
         defer { server.stop() }
         server.script(replies)
@@ -182,15 +201,20 @@ import Workers
         }
     }
 
-    @Test func aSlowAnswerPastTheTimeoutIsRetried() async throws {
+    @Test func aSlowAnswerPastTheKindsTimeoutIsRetried() async throws {
         let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
         defer { server.stop() }
         server.script([.slow(.seconds(3), .json(Self.chatAnswer))])
         try await WorkerTestEnvironment.run { env in
             let user = try await env.createUser()
+            // The request's timeout follows the kind's: 2 s here leaves the request 1.5 s, short of the 3 s answer.
             var services = env.services(settings(server))
-            services.http = HTTPClient(options: HTTPClientOptions(connectTimeout: .seconds(1), totalTimeout: .milliseconds(500)))
-            defer { services.http.shutdown() }
+            services.catalog = JobCatalog(
+                kinds: env.queue.catalog.kinds.values.map { kind in
+                    var kind = kind
+                    if kind.name == "chat" { kind.timeout = .seconds(2) }
+                    return kind
+                })
             let handler = try #require(Handlers.registry(services: services).handler(for: "chat"))
             let payload = #"{"userId":"\#(user.id)","messageId":"\#(UUID().uuidString)","message":"Hi"}"#
             do {
@@ -206,6 +230,62 @@ import Workers
         }
     }
 
+    /// llama-server generates until the context is full without `max_tokens` (a third of the attempts ran into the
+    /// length limit or the timeout): every request carries the kind's bound, and the chat is answered at once.
+    @Test func everyRequestCarriesTheKindsTokenBoundAndTimeout() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer), llamaCpp: .init(vision: true))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser()
+            var settings = settings(server)
+            settings.aiMaxTokens["chat"] = 321
+            let handler = try #require(Handlers.registry(services: env.services(settings)).handler(for: "chat"))
+            let payload = #"{"userId":"\#(user.id)","messageId":"\#(UUID().uuidString)","message":"Hi"}"#
+            let result = try await handler(payload, JobContext(id: .random(), kind: "chat", attempt: 1, maxAttempts: 3))
+            #expect(result?.contains("carb_lookup") == true)
+            let sent = try JSONValue(parsing: try #require(server.received.last).body)
+            #expect(sent["max_tokens"] == 321)
+            #expect(WorkerSettings.fromEnvironment(["AI_MAX_TOKENS_CHAT": "99"]).aiMaxTokens(forKind: "chat") == 99)
+            #expect(WorkerSettings.fromEnvironment([:]).aiMaxTokens(forKind: "analysis") == 700)
+            // jobs/chat.yml's 45 s timeout leaves the request 40 s (libcurl's fixed 30 s used to end it sooner).
+            #expect(AIClient(services: env.services(settings)).requestTimeout(forKind: "chat") == .seconds(40))
+        }
+    }
+
+    /// A text-only model refuses the photo (llama-server: 500 "image input is not supported"): that is no passing
+    /// fault, so the analysis dies at its first attempt with a reason that says so, and its scan is refunded.
+    @Test func aModelThatCannotTakeImagesKillsTheAnalysisAtOnceWithTheReason() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.estimate()), llamaCpp: .init(vision: false))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let (user, photoID) = try await photo(env)
+            let (worker, task) = env.startWorker(settings: settings(server), queues: ["ai"])
+            let payload: JSONValue = ["userId": .string(user.id), "photoId": .string(String(photoID))]
+            let id = try #require(try await env.queue.enqueue("analysis", payload: payload).id)
+            let record = try await finished(env, id)
+            worker.stop()
+            try await task.value
+            #expect(record.status == .failed)
+            #expect(record.attempts == 1)
+            #expect(record.error?.contains("cannot take images") == true, "\(record.error ?? "")")
+            #expect(try await ScanReservations(env.database).status(photoID: photoID) == "refunded")
+            #expect(server.received.count == 1)
+        }
+    }
+
+    /// What a worker logs at start-up: the server's models, and (llama.cpp's `/props`) whether the model has vision.
+    @Test func theProbeReportsTheServersModelsAndVision() async throws {
+        let llama = try await OpenAIServer.start(fallback: .json(Self.chatAnswer), llamaCpp: .init(vision: false, model: "tiny.gguf"))
+        defer { llama.stop() }
+        let openAI = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
+        defer { openAI.stop() }
+        try await WorkerTestEnvironment.run { env in
+            #expect(await AIModelProbe(services: env.services(settings(llama))).run() == .init(models: ["tiny.gguf"], vision: false))
+            #expect(await AIModelProbe(services: env.services(settings(openAI))).run() == .init(models: ["gpt-4o-mini"], vision: nil))
+            #expect(await AIModelProbe(services: env.services(settings(nil))).run() == nil)
+        }
+    }
+
     /// jobs/chat.yml shares the `ai` bucket (10/s, burst 20) with analysis: two worker processes (each its own Redis
     /// connections) together never go faster. 45 requests need at least (45 − 20) / 10 = 2.5 s; unlimited, they
     /// take a fraction of a second.
@@ -218,13 +298,22 @@ import Workers
             #expect(spec.name == "ai")
             let first = env.startWorker(settings: settings(server), queues: ["ai"], concurrency: 30)
             let second = env.startWorker(settings: settings(server), queues: ["ai"], concurrency: 30)
-            let ids = try await env.queue.enqueue((0..<45).map { index in
-                ("chat", ["userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()), "message": .string("Q\(index)")],
-                 EnqueueOptions())
-            }).compactMap(\.id)
-            #expect(try await eventually(timeout: .seconds(30)) {
-                try await env.queue.stats().first { $0.queue == "ai" }?.succeededTotal == ids.count
-            })
+            let ids = try await env.queue.enqueue(
+                (0..<45).map { index in
+                    (
+                        "chat",
+                        [
+                            "userId": .string(user.id), "messageId": .string(UUID().uuidString.lowercased()),
+                            "message": .string("Q\(index)"),
+                        ],
+                        EnqueueOptions()
+                    )
+                }
+            ).compactMap(\.id)
+            #expect(
+                try await eventually(timeout: .seconds(30)) {
+                    try await env.queue.stats().first { $0.queue == "ai" }?.succeededTotal == ids.count
+                })
             for (worker, _) in [first, second] { worker.stop() }
             for (_, task) in [first, second] { try await task.value }
             let times = server.received.map(\.at)

@@ -72,18 +72,29 @@ struct ChatRoutes {
         }
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
             struct Stored: Decodable {
+                struct Usage: Decodable {
+                    var remainingChats: Int?
+                    var totalUsedToday: Int
+                    var subscriptionTier: String
+                }
                 var response: String
                 var messageType: String
                 var followUpQuestions: [String]
+                /// As of the answer (the job's result has it, so `jobs/{id}` shows the same); older jobs lack it.
+                var usage: Usage?
             }
             guard let text = record.result, let stored = try? JSONDecoder().decode(Stored.self, from: Data(text.utf8)) else {
                 throw StoreError("chat job \(id) succeeded without a result")
             }
+            let usage =
+                stored.usage.map {
+                    Answer.Usage(
+                        remainingChats: $0.remainingChats, totalUsedToday: $0.totalUsedToday, subscriptionTier: $0.subscriptionTier)
+                }
+                ?? .init(remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)
             return try Envelope.success(
                 Answer(
-                    response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions,
-                    usage: .init(
-                        remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)))
+                    response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions, usage: usage))
         }
     }
 
