@@ -18,6 +18,9 @@ let package = Package(
         // jwt-kit 5.7+ needs swift-crypto ≥ 4.1; the machine has 3.12.3 and 4.5.2.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
+        // App Store signed payloads: the x5c chain (jwt-kit's X5CVerifier is built on it).
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.15.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
         // Only the tests' fault proxy uses it directly (Hummingbird already builds it).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
@@ -66,9 +69,19 @@ let package = Package(
             ]
         ),
         .target(
+            name: "AppStore",
+            dependencies: [
+                "Store",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            resources: [.copy("AppleRootCA-G3.pem")]
+        ),
+        .target(
             name: "API",
             dependencies: [
-                "Accounts", "Store", "Postgres", "Queue", "Redis", "OutboundHTTP",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "Redis", "OutboundHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -80,7 +93,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "Redis", "Postgres", "Store", "OutboundHTTP",
+                "Queue", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -88,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "carbscan",
             dependencies: [
-                "Queue", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
+                "Queue", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP", "AppStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -103,6 +116,8 @@ let package = Package(
             dependencies: [
                 "Queue", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Tests/TestSupport"
         ),
@@ -121,7 +136,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "Store", "Postgres", "Queue", "Redis", "Workers", "TestSupport",
+                "API", "Accounts", "AppStore", "Store", "Postgres", "Queue", "Redis", "Workers", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -1,4 +1,5 @@
 import Accounts
+import AppStore
 import Foundation
 import Logging
 import OutboundHTTP
@@ -7,7 +8,7 @@ import Queue
 
 extension APIDependencies {
     /// The production wiring from a database, a queue and the environment (`LOGIN_WEBHOOK_URL`,
-    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`, `SYNC_WAIT_SECONDS`, `SCAN_RESET_TIMEZONE`).
+    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`, `SYNC_WAIT_SECONDS`, `SCAN_RESET_TIMEZONE`, `APPSTORE_*`).
     public static func live(
         database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
         http: HTTPClient = HTTPClient()
@@ -29,6 +30,7 @@ extension APIDependencies {
         if let seconds = environment["SYNC_WAIT_SECONDS"].flatMap(Double.init), (0...30).contains(seconds) {
             dependencies.syncWait = .milliseconds(Int(seconds * 1000))
         }
+        dependencies.appStore = try AppStoreConfiguration.fromEnvironment(environment)
         if let zone = environment["SCAN_RESET_TIMEZONE"].flatMap(TimeZone.init(identifier:)) { dependencies.scanResetTimeZone = zone }
         return dependencies
     }

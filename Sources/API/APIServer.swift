@@ -1,4 +1,5 @@
 import Accounts
+import AppStore
 import Foundation
 import Hummingbird
 import Logging
@@ -19,6 +20,8 @@ public struct APIDependencies: Sendable {
     public var loginWebhookConfigured: Bool
     /// `STRIPE_WEBHOOK_SECRET`: the signing secret of provider webhooks.
     public var stripeWebhookSecret: String?
+    /// `APPSTORE_*`: how App Store payloads are verified and mapped; nil: the App Store routes are not configured.
+    public var appStore: AppStoreConfiguration?
     /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
     public var syncWait: Duration = .seconds(8)
     /// The zone of scan-reset midnights (`SCAN_RESET_TIMEZONE`, default UTC), as the scheduler uses.
@@ -39,7 +42,8 @@ public struct APIDependencies: Sendable {
             do {
                 _ = try await redis.send(["PUBLISH", channel, message])
             } catch {
-                logger.warning("could not publish a sign-in revocation; other processes drop it within the session cache's TTL",
+                logger.warning(
+                    "could not publish a sign-in revocation; other processes drop it within the session cache's TTL",
                     metadata: ["error": "\(error)"])
             }
         }
@@ -53,7 +57,9 @@ public struct APIDependencies: Sendable {
 /// The CarbScan mobile API (`/api/mobile/v1`, seed 001) on Hummingbird 2.
 public enum APIServer {
     /// The router with every route, and the list of (method, path) it serves.
-    public static func router(_ dependencies: APIDependencies) throws -> (router: Router<APIContext>, routes: [(method: String, path: String)]) {
+    public static func router(_ dependencies: APIDependencies) throws -> (
+        router: Router<APIContext>, routes: [(method: String, path: String)]
+    ) {
         let router = Router(context: APIContext.self)
         router.add(middleware: ErrorEnvelopeMiddleware())
         let api = RouteTable(router: router)
@@ -70,10 +76,14 @@ public enum APIServer {
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
         let results = ResultSettings(syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone)
-        ChatRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results)
-            .register(on: api)
-        AnalyzeRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results)
-            .register(on: api)
+        ChatRoutes(
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results
+        )
+        .register(on: api)
+        AnalyzeRoutes(
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results
+        )
+        .register(on: api)
         JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)
@@ -82,6 +92,10 @@ public enum APIServer {
         BillingRoutes(
             database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator,
             webhookSecret: dependencies.stripeWebhookSecret, settings: results
+        ).register(on: api)
+        AppStoreRoutes(
+            database: database, queue: dependencies.queue, authenticator: authenticator, configuration: dependencies.appStore,
+            scanResetTimeZone: dependencies.scanResetTimeZone
         ).register(on: api)
         return (router, api.routes)
     }

@@ -85,12 +85,45 @@ public struct Subscriptions: Sendable {
     /// or re-ordered syncs converge on the newest state. A tier change also starts the new tier's scan quota, reset
     /// at `scanReset` (the new tier's next reset).
     public func apply(_ update: SubscriptionUpdate, userID: String, scanReset: Date) async throws -> Outcome {
+        try await apply(
+            update, userID: userID, scanReset: scanReset, idColumn: "stripe_subscription_id",
+            also: ("stripe_customer_id = COALESCE($3, stripe_customer_id)", update.customerID))
+    }
+
+    /// The user an App Store subscription (its original transaction id) is stored on.
+    public func userID(appStoreOriginalTransactionID id: String) async throws -> String? {
+        try await db.query("SELECT id FROM users WHERE appstore_original_transaction_id = $1", [id]).first?.decode("id")
+    }
+
+    /// The last verified signed transaction stored on the user, if the user subscribed through the App Store.
+    public func appStoreTransaction(userID: String) async throws -> String? {
+        guard let row = try await db.query("SELECT appstore_signed_transaction FROM users WHERE id = $1", [userID]).first else {
+            return nil
+        }
+        return try row.decode("appstore_signed_transaction", as: String?.self)
+    }
+
+    /// Stores an App Store state on the user with the same guards as `apply`: never over a newer state, and an ended
+    /// subscription never changes a user who has another one. The signed transaction it came from is kept.
+    public func applyAppStore(
+        _ update: SubscriptionUpdate, signedTransaction: String, userID: String, scanReset: Date
+    ) async throws -> Outcome {
+        try await apply(
+            update, userID: userID, scanReset: scanReset, idColumn: "appstore_original_transaction_id",
+            also: ("appstore_signed_transaction = $3", signedTransaction))
+    }
+
+    /// One guarded UPDATE for either provider: `idColumn` holds the provider's subscription id, `also` sets one more
+    /// column from `$3`.
+    private func apply(
+        _ update: SubscriptionUpdate, userID: String, scanReset: Date, idColumn: String, also: (set: String, value: String?)
+    ) async throws -> Outcome {
         // In SET, column references read the row before the update: `subscription_tier <> $4` is the old tier.
         let rows = try await db.query(
             """
             UPDATE users SET
-                stripe_subscription_id = $2,
-                stripe_customer_id = COALESCE($3, stripe_customer_id),
+                \(idColumn) = $2,
+                \(also.set),
                 remaining_scans = CASE WHEN subscription_tier <> $4 THEN $7 ELSE remaining_scans END,
                 scan_reset_date = CASE WHEN subscription_tier <> $4 THEN $8 ELSE scan_reset_date END,
                 subscription_tier = $4,
@@ -101,11 +134,11 @@ public struct Subscriptions: Sendable {
                 updated_at = now()
             WHERE id = $1
               AND (subscription_state_at IS NULL OR subscription_state_at <= $9)
-              AND (stripe_subscription_id IS NULL OR stripe_subscription_id = $2 OR $10)
+              AND (\(idColumn) IS NULL OR \(idColumn) = $2 OR $10)
             RETURNING id, subscription_tier, subscription_status, subscription_renewal_date
             """,
             [
-                userID, update.subscriptionID, update.customerID, update.tier.rawValue, update.status, update.renewalDate,
+                userID, update.subscriptionID, also.value, update.tier.rawValue, update.status, update.renewalDate,
                 update.tier.scanLimit, scanReset, update.stateAt, update.isLive,
             ])
         if let row = rows.first { return .applied(try Self.state(row)) }

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import Queue
 import Store
@@ -18,6 +19,9 @@ public struct SubscriptionSyncJob: JobKind {
         public var source: String
         /// The provider event's creation time, unix seconds.
         public var eventCreated: Int?
+        /// `appstore`: the StoreKit 2 transaction a notification carried (a JWS, verified again here).
+        public var signedTransaction: String?
+        public var notificationType: String?
     }
 
     /// Users read per page by the reconciliation, each page enqueued in one round trip.
@@ -34,9 +38,20 @@ public struct SubscriptionSyncJob: JobKind {
             return try await reconcile(context)
         }
         let subscriptions = Subscriptions(services.database)
+        if parameters.source == "appstore" {
+            guard let signed = parameters.signedTransaction else {
+                throw JobFailure.permanent("an appstore sync carries no signedTransaction")
+            }
+            return try await applyAppStore(signed, userID: parameters.userId, context: context)
+        }
         var subscriptionID = parameters.subscriptionId
         if subscriptionID == nil, let userID = parameters.userId {
             subscriptionID = try await subscriptions.subscriptionID(userID: userID)
+            if subscriptionID == nil, let signed = try await subscriptions.appStoreTransaction(userID: userID) {
+                // An App Store subscriber: its last verified transaction, read again now (an expiry no notification
+                // reported ends the paid tier here).
+                return try await applyAppStore(signed, userID: userID, context: context)
+            }
             if subscriptionID == nil {
                 // Nothing at the provider to read: the user's state is what the app should see.
                 guard let state = try await subscriptions.state(userID: userID) else {
@@ -75,6 +90,45 @@ public struct SubscriptionSyncJob: JobKind {
             return Self.result(state, applied: false)
         case .noSuchUser:
             throw JobFailure.permanent("subscription \(subscription.id) names user \(owner), who does not exist")
+        }
+    }
+
+    /// Stores what a StoreKit 2 transaction says, after verifying it as the API did (the job trusts nothing it did
+    /// not check itself). Its signing time orders it: an older notification never overwrites a newer state.
+    func applyAppStore(_ signed: String, userID: String?, context: JobContext) async throws -> JSONValue {
+        guard let appStore = services.settings.appStore else {
+            throw JobFailure.permanent("App Store purchases are not configured: APPSTORE_BUNDLE_ID is not set")
+        }
+        let transaction: AppStoreTransaction
+        let update: SubscriptionUpdate
+        do {
+            transaction = try await appStore.verifier.transaction(signed)
+            update = try appStore.products.update(for: transaction, now: Date())
+        } catch {
+            throw JobFailure.permanent("App Store transaction refused: \(error.message)")
+        }
+        let subscriptions = Subscriptions(services.database)
+        var owner = try await subscriptions.userID(appStoreOriginalTransactionID: transaction.originalTransactionId) ?? userID
+        if owner == nil, let token = transaction.appAccountToken?.lowercased(), try await subscriptions.state(userID: token) != nil {
+            owner = token
+        }
+        guard let owner else {
+            throw JobFailure.permanent(
+                "App Store subscription \(transaction.originalTransactionId) belongs to no user: none validated it and its appAccountToken names none"
+            )
+        }
+        let scanReset = update.tier.nextScanReset(after: Date(), in: services.settings.scanResetTimeZone)
+        switch try await subscriptions.applyAppStore(update, signedTransaction: signed, userID: owner, scanReset: scanReset) {
+        case .applied(let state):
+            return Self.result(state, applied: true)
+        case .unchanged(let state):
+            context.logger.info(
+                "App Store state not applied: a newer one is stored",
+                metadata: ["subscription": "\(transaction.originalTransactionId)", "user": "\(owner)"])
+            return Self.result(state, applied: false)
+        case .noSuchUser:
+            throw JobFailure.permanent(
+                "App Store subscription \(transaction.originalTransactionId) names user \(owner), who does not exist")
         }
     }
 

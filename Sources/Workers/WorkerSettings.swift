@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 
 /// Handlers' settings, from the environment. Missing provider settings are not start-up errors: the kinds that
@@ -22,6 +23,9 @@ public struct WorkerSettings: Sendable {
     public var stripeSecretKey: String?
     /// Price id → tier, e.g. `price_ess=essentials,price_pro=pro`.
     public var stripePriceTiers: [String: String]
+    /// App Store verification and products (`APPSTORE_*`, read by `AppStoreConfiguration.fromEnvironment`, which
+    /// refuses a bad value); nil: App Store jobs die with a configuration error.
+    public var appStore: AppStoreConfiguration?
     /// The zone of the scan-reset schedule's midnights (jobs/scan-reset.yml uses the same).
     public var scanResetTimeZone: TimeZone
     /// Stored photos are deleted after this.

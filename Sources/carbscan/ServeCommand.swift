@@ -1,5 +1,6 @@
 import API
 import Accounts
+import AppStore
 import ArgumentParser
 import Foundation
 import Hummingbird
@@ -46,8 +47,13 @@ struct ServeCommand: AsyncParsableCommand {
             let database = try global.database(logger: logger, poolSize: databasePool)
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
-            let dependencies = try await APIDependencies.live(
-                database: database, queue: queue, auth: authConfiguration, environment: environment, logger: logger)
+            let dependencies: APIDependencies
+            do {
+                dependencies = try await APIDependencies.live(
+                    database: database, queue: queue, auth: authConfiguration, environment: environment, logger: logger)
+            } catch let error as AppStoreError {
+                throw CLIError("\(error)", exitCode: 78)
+            }
             let app = try APIServer.application(dependencies, host: host, port: port) { port in
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
             }
@@ -86,7 +92,10 @@ struct MigrateCommand: AsyncParsableCommand {
                 }
             } else {
                 let applied = try await migrator.migrate()
-                print(applied.isEmpty ? "migrate: nothing to apply" : "migrate: applied " + applied.map { "\($0.version)_\($0.name)" }.joined(separator: ", "))
+                print(
+                    applied.isEmpty
+                        ? "migrate: nothing to apply"
+                        : "migrate: applied " + applied.map { "\($0.version)_\($0.name)" }.joined(separator: ", "))
             }
         }
     }

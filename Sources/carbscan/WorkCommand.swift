@@ -1,3 +1,4 @@
+import AppStore
 import ArgumentParser
 import Foundation
 import Logging
@@ -40,9 +41,15 @@ struct WorkCommand: AsyncParsableCommand {
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let weights = try parseQueues(queues, catalog: queue.catalog)
+            var settings = WorkerSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+            do {
+                settings.appStore = try AppStoreConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
+            } catch {
+                throw CLIError("\(error)", exitCode: 78)
+            }
             let services = WorkerServices(
                 redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: HTTPClient(logger: logger),
-                settings: .fromEnvironment(ProcessInfo.processInfo.environment), logger: logger)
+                settings: settings, logger: logger)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {
