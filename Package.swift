@@ -48,7 +48,7 @@ let package = Package(
         ),
         .target(
             name: "Postgres",
-            dependencies: ["CLibpq", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CLibpq", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
             name: "OutboundHTTP",

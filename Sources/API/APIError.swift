@@ -48,6 +48,9 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
 /// Postgres unreachable is a 503 `SERVICE_UNAVAILABLE` with `Retry-After`; anything else is a 500 `SERVER_ERROR`
 /// whose cause is logged (never sent).
 struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The router's paths and their methods: a known path asked with another method is 405, not 404.
+    var allowed = AllowedMethods()
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
@@ -59,6 +62,14 @@ struct ErrorEnvelopeMiddleware<Context: RequestContext>: RouterMiddleware {
             case .contentTooLarge:
                 return Envelope.failure(APIError(.contentTooLarge, "PAYLOAD_TOO_LARGE", "request body is too large"))
             case .notFound:
+                let methods = allowed.methods(for: request.uri.path)
+                guard methods.isEmpty else {
+                    return Envelope.failure(
+                        APIError(
+                            .methodNotAllowed, "METHOD_NOT_ALLOWED",
+                            "\(request.method) is not allowed here (allowed: \(methods.joined(separator: ", ")))",
+                            headers: [.allow: methods.joined(separator: ", ")]))
+                }
                 return Envelope.failure(APIError.notFound("route \(request.method) \(request.uri.path)"))
             case .methodNotAllowed:
                 return Envelope.failure(APIError(.methodNotAllowed, "METHOD_NOT_ALLOWED", "\(request.method) is not allowed here"))

@@ -61,14 +61,16 @@ public enum APIServer {
         router: Router<APIContext>, routes: [(method: String, path: String)]
     ) {
         let router = Router(context: APIContext.self)
-        router.add(middleware: ErrorEnvelopeMiddleware())
+        let errors = ErrorEnvelopeMiddleware<APIContext>()
+        router.add(middleware: errors)
         let api = RouteTable(router: router)
         let authenticator = Authenticator(accounts: dependencies.accounts)
         let database = dependencies.database
         let recorder = LoginRecorder(
             database: database, queue: dependencies.queue, webhookConfigured: dependencies.loginWebhookConfigured,
             logger: dependencies.logger)
-        HealthRoutes(database: database, redis: dependencies.redis, openAPIDocument: try openAPIDocument()).register(on: api)
+        HealthRoutes(database: database, redis: dependencies.redis, queue: dependencies.queue, openAPIDocument: try openAPIDocument())
+            .register(on: api)
         AuthRoutes(accounts: dependencies.accounts, authenticator: authenticator, throttle: dependencies.throttle, recorder: recorder)
             .register(on: api)
         UserRoutes(accounts: dependencies.accounts, authenticator: authenticator).register(on: api)
@@ -97,6 +99,7 @@ public enum APIServer {
             database: database, queue: dependencies.queue, authenticator: authenticator, configuration: dependencies.appStore,
             scanResetTimeZone: dependencies.scanResetTimeZone
         ).register(on: api)
+        errors.allowed.set(api.routes)
         return (router, api.routes)
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// One versioned schema change: a file `NNNN_name.sql` (`0003_devices.sql`), applied once, in version order.
@@ -19,7 +20,8 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// SHA-256 of the SQL text (hex), recorded when applied: a file edited after that is refused.
-    public var checksum: String { SHA256.hex(sql) }
+    /// SHA-256 of the file's text, as 64 lowercase hex digits (swift-crypto; no home-made digest).
+    public var checksum: String { SHA256.hash(data: Array(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
 
     /// How messages name it: the file, or `version N (name)`.
     var label: String { file ?? "version \(version) (\(name))" }

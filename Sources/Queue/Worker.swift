@@ -71,6 +71,7 @@ public final class Worker: Service {
         await withGracefulShutdownHandler {
             await self.untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames, consumer: self.options.consumer) }
             guard !self.isStopping else { return }
+            if let warning = try? await self.queue.evictionWarning() { self.logger.warning("\(warning)") }
             self.logger.info(
                 "worker started",
                 metadata: [

@@ -158,5 +158,13 @@ public final class BlockingConnection: Sendable {
         _ = try? await pool.send(["CLIENT", "UNBLOCK", String(id)])
     }
 
+    /// Closes this connection on the server (`CLIENT KILL ID`, through the pool), so a read waiting for a pushed
+    /// message (a subscriber's) fails now instead of at its timeout: how a subscriber is stopped at shutdown.
+    public func disconnect() async {
+        let id = thread.clientID
+        guard id != 0 else { return }
+        _ = try? await pool.send(["CLIENT", "KILL", "ID", String(id)])
+    }
+
     public func close() { thread.close() }
 }

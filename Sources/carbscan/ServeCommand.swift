@@ -54,6 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
             } catch let error as AppStoreError {
                 throw CLIError("\(error)", exitCode: 78)
             }
+            if let warning = try? await queue.evictionWarning() { logger.warning("\(warning)") }
             let app = try APIServer.application(dependencies, host: host, port: port) { port in
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
             }

@@ -64,3 +64,19 @@ import Testing
         }
     }
 }
+
+/// Redis allowed to evict keys loses queued jobs silently when memory fills: `health` says so (and the processes log
+/// it at start-up), as BullMQ warns. Serialized with nothing else: it changes the shared Redis's policy for a moment.
+@Suite(.serialized) struct EvictionPolicyTests {
+    @Test func healthWarnsWhenRedisMayEvictKeys() async throws {
+        try await TestAPI.run { api, client in
+            #expect(try await client.call(.get, "health").data["warnings"].array.isEmpty)
+            let before = try await api.queue.redis.send(["CONFIG", "GET", "maxmemory-policy"]).array?.last?.string ?? "noeviction"
+            _ = try await api.queue.redis.send(["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"])
+            let health = try await client.call(.get, "health")
+            _ = try await api.queue.redis.send(["CONFIG", "SET", "maxmemory-policy", before])
+            #expect(health.status == 200)
+            #expect(health.data["warnings"][0].string?.contains("allkeys-lru") == true, "\(health.text)")
+        }
+    }
+}

@@ -40,6 +40,22 @@ import Testing
         }
     }
 
+    /// A path the API has, asked with a method it does not have: 405 with `Allow` (RFC 9110), not 404; a path it does
+    /// not have stays 404.
+    @Test func aMethodAPathDoesNotHaveIs405WithAllow() async throws {
+        try await TestAPI.run { api, client in
+            let meals = try await client.call(.delete, "meals")
+            #expect(meals.status == 405 && meals.errorCode == "METHOD_NOT_ALLOWED", "\(meals.text)")
+            #expect(meals.headers[.allow] == "GET")
+            let user = try await client.call(.put, "users/me")
+            #expect(user.status == 405 && user.headers[.allow] == "DELETE, GET, POST", "\(user.text)")
+            let job = try await client.call(.post, "jobs/3f2504e0-4f89-11d3-9a0c-0305e82c3301")
+            #expect(job.status == 405 && job.headers[.allow] == "GET", "\(job.text)")
+            let unknown = try await client.call(.get, "no-such-route")
+            #expect(unknown.status == 404 && unknown.errorCode == "NOT_FOUND")
+        }
+    }
+
     @Test func malformedJSONOnAnAuthenticatedRoute() async throws {
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
@@ -145,7 +161,10 @@ import Testing
                 (try await client.call(.get, "insights", token: "garbage"), 401, "UNAUTHORIZED"),
                 (try await client.call(.get, "jobs/\(UUID().uuidString)", token: token), 404, "NOT_FOUND"),
                 (try await client.call(.get, "no/such/route"), 404, "NOT_FOUND"),
-                (try await client.call(.post, "auth/login", json: ["email": account.email, "password": "wrong password"]), 401, "INVALID_CREDENTIALS"),
+                (
+                    try await client.call(.post, "auth/login", json: ["email": account.email, "password": "wrong password"]), 401,
+                    "INVALID_CREDENTIALS"
+                ),
                 (
                     try await client.call(.post, "auth/login", body: String(repeating: " ", count: Self.oneMiB + 1), headers: json), 413,
                     "PAYLOAD_TOO_LARGE"

@@ -3,7 +3,7 @@ import Postgres
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `carbscan migrate` and `carbscan serve` as operators run them, on a database of their own.
@@ -45,19 +45,26 @@ import FoundationNetworking
         try await withScratchDatabase { url in
             let port = CarbScanBinary.freePort()
             let server = try CarbScanBinary.start(
-                ["serve", "--port", String(port), "--migrate"], environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40)])
+                ["serve", "--port", String(port), "--migrate"],
+                environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40)])
             var health: (Int, String)?
             for _ in 0..<300 where health == nil {
                 try await Task.sleep(for: .milliseconds(50))
-                guard let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/api/mobile/v1/health")!)
+                guard
+                    let (data, response) = try? await URLSession.shared.data(
+                        from: URL(string: "http://127.0.0.1:\(port)/api/mobile/v1/health")!)
                 else { continue }
                 health = ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
             }
             let answer = try #require(health, "no answer; log: \(server.output)")
             #expect(answer.0 == 200)
             #expect(answer.1.contains(#""status":"healthy""#))
+            // Idle, it exits well under a second (its event subscriber used to hold it 4–6 s).
+            let signalled = ContinuousClock.now
             server.signal(SIGTERM)
             #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
+            #expect(ContinuousClock.now - signalled < .seconds(1), "exit took \(ContinuousClock.now - signalled)")
+            #expect(!server.output.contains(#""level":"error""#), "\(server.output)")
         }
     }
 }

@@ -55,7 +55,7 @@ struct AuthRoutes {
             await recorder.record(event, kind: "signin", ip: context.remoteIP)
             return try Envelope.success(AuthResult(session))
         } catch AccountError.appleNotConfigured {
-            throw APIError(.internalServerError, "CONFIGURATION_ERROR", "Apple Sign In is not configured on this server")
+            throw APIError(.serviceUnavailable, "CONFIGURATION_ERROR", "Apple Sign In is not configured on this server")
         } catch AccountError.invalidIdentityToken(let error) {
             if error.code == .unavailable { throw Authenticator.refusal(error) }
             throw APIError(.unauthorized, "INVALID_TOKEN", "Apple Sign In token verification failed")
@@ -89,7 +89,8 @@ struct AuthRoutes {
         } catch AccountError.invalidInput(let field, let message) {
             throw APIError.validation(field, message)
         } catch AccountError.emailTaken {
-            throw APIError(.badRequest, "EMAIL_ALREADY_REGISTERED", "An account with this email already exists", details: ["field": "email"])
+            throw APIError(
+                .badRequest, "EMAIL_ALREADY_REGISTERED", "An account with this email already exists", details: ["field": "email"])
         }
     }
 
@@ -130,7 +131,8 @@ struct AuthRoutes {
         } catch AccountError.invalidRefreshToken(let reason) {
             throw APIError(.unauthorized, "INVALID_REFRESH_TOKEN", "Refresh token is not valid: \(reason). Sign in again.")
         } catch AccountError.userNotFound {
-            throw APIError(.unauthorized, "INVALID_REFRESH_TOKEN", "Refresh token is not valid: the account no longer exists. Sign in again.")
+            throw APIError(
+                .unauthorized, "INVALID_REFRESH_TOKEN", "Refresh token is not valid: the account no longer exists. Sign in again.")
         }
     }
 

@@ -48,7 +48,7 @@ struct BillingRoutes {
 
     func webhook(_ request: Request, _ context: APIContext) async throws -> Response {
         guard let secret = webhookSecret else {
-            throw APIError(.internalServerError, "CONFIGURATION_ERROR", "Stripe webhooks are not configured on this server")
+            throw APIError(.serviceUnavailable, "CONFIGURATION_ERROR", "Stripe webhooks are not configured on this server")
         }
         // The signature covers the exact bytes sent: read them raw, check them, and only then parse.
         let raw = Array(try await JSONBody.collect(request, limit: Self.maxEventBytes).readableBytesView)

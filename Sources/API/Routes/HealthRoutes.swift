@@ -1,12 +1,14 @@
 import Foundation
 import Hummingbird
 import Postgres
+import Queue
 import Redis
 
 /// `health` (checks Redis and Postgres), `config` (seed 001's feature flags and limits), `openapi.json`.
 struct HealthRoutes {
     let database: PostgresClient
     let redis: RedisClient
+    let queue: JobQueue
     let openAPIDocument: Data
 
     func register(on api: RouteTable) {
@@ -22,6 +24,8 @@ struct HealthRoutes {
         var serverTime: Date
         var apiVersion = "v1"
         var checks: [String: String]
+        /// What works now but can lose data later (Redis allowed to evict keys); empty when nothing is amiss.
+        var warnings: [String]
     }
 
     func health(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -29,7 +33,8 @@ struct HealthRoutes {
         async let postgresCheck = Self.check { _ = try await database.query("SELECT 1") }
         let checks = ["redis": await redisCheck, "postgres": await postgresCheck]
         if checks.values.allSatisfy({ $0 == "ok" }) {
-            return try Envelope.success(Health(status: "healthy", serverTime: Date(), checks: checks))
+            let warning = try? await queue.evictionWarning()
+            return try Envelope.success(Health(status: "healthy", serverTime: Date(), checks: checks, warnings: warning.map { [$0] } ?? []))
         }
         context.logger.warning("health check failed", metadata: ["checks": "\(checks)"])
         throw APIError(
