@@ -45,6 +45,27 @@ import Testing
         }
     }
 
+    /// An analysis accepted while Redis is down would leave a stored photo and a reserved scan with no job: the
+    /// request answers 503 and leaves nothing behind (the photo deleted, the scan given back).
+    @Test func anAnalysisRefusedForARedisOutageLeavesNothingHalfWritten() async throws {
+        try await TestAPI.run(faults: true) { api, client in
+            let account = try await api.register(client)
+            let scans = try await api.database.query("SELECT remaining_scans FROM users WHERE id = $1", [account.id])[0]
+                .decode("remaining_scans", as: Int.self)
+            let redis = try #require(api.redisProxy)
+            redis.cut()
+            let response = try await client.call(
+                .post, "analyze", token: account.accessToken, json: ["imageBase64": Data(AnalyzeRoutesTests.jpeg).base64EncodedString()])
+            redis.restore()
+            Self.expectUnavailable(response, "POST analyze")
+            let photos = try await api.database.query("SELECT count(*)::int AS n FROM meal_photos WHERE user_id = $1", [account.id])
+            #expect(try photos[0].decode("n", as: Int.self) == 0)
+            let after = try await api.database.query("SELECT remaining_scans FROM users WHERE id = $1", [account.id])[0]
+                .decode("remaining_scans", as: Int.self)
+            #expect(after == scans)
+        }
+    }
+
     @Test func routesThatReadTheStoreAnswer503WhilePostgresIsDown() async throws {
         try await TestAPI.run(environment: ["SESSION_CACHE_SECONDS": "0"], faults: true) { api, client in
             let account = try await api.register(client)
