@@ -235,6 +235,11 @@ enum Scripts {
     /// outcome `ok` (text = result JSON, ms = retention), `retry` (text = error, ms = delay),
     /// `dead` (text = error, ms = retention), `requeue` (handed back on shutdown: not an attempt), `wait` (a dependency
     /// was unreachable: text = error, ms = the first wait, doubled per outage in a row up to 30 s; not an attempt).
+    /// It runs even when Redis is full (`maxmemory` with `noeviction`): Redis refuses a script for memory only at
+    /// its first write, and this one's first write is `XACK`, which Redis never refuses, so the rest follows. Keep
+    /// it first: recording mostly frees memory (acknowledged entries trimmed, expired records dropped), and a
+    /// worker that could not record would leave its jobs leased until they ran again elsewhere. Enqueues, which only
+    /// add, are refused meanwhile (OutageTests).
     static let finish = RedisScript(
         name: "finish",
         source: prelude + """

@@ -28,8 +28,12 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     /// True when retrying later may succeed (the server was away, not wrong).
     public var isTransient: Bool { code == .connection || code == .timeout }
 
-    /// True when Redis is unreachable (an outage), as opposed to Redis refusing a command.
-    public var isOutage: Bool { isTransient }
+    /// True when Redis is unreachable or full (`OOM`: `maxmemory` reached with `noeviction`) — a state of the server
+    /// that passes, not a command that is wrong.
+    public var isOutage: Bool { isTransient || isOutOfMemory }
+
+    /// `OOM command not allowed when used memory > 'maxmemory'`: a write refused until memory is freed.
+    public var isOutOfMemory: Bool { code == .server && message.contains("OOM command not allowed") }
 
     /// `NOGROUP`: the stream or its consumer group does not exist (also when a script's call met it).
     public var isMissingGroup: Bool { code == .server && message.contains("NOGROUP") }

@@ -55,6 +55,31 @@ import Testing
         #expect(stats.failedTotal == 0 && stats.dead == 0 && stats.retrying == 1)
     }
 
+    /// Redis full (`maxmemory` with `noeviction`): an enqueue is refused clearly (an outage to the API: 503), while
+    /// workers still record what they hold; before, their outcomes were refused too and the jobs stayed leased.
+    @Test func aFullRedisRefusesEnqueuesButStillTakesOutcomes() async throws {
+        let server = try PrivateRedis.start(["--maxmemory-policy", "noeviction"])
+        defer { server.stop() }
+        let env = try TestEnvironment(redisURL: server.url)
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        for _ in 0..<3 { _ = try await env.enqueue(options: EnqueueOptions(indexed: true)) }
+        let held = try await env.queue.reserve(queue: "default", count: 3, consumer: "w")
+        #expect(held.count == 3)
+        // Full: a limit below what Redis already uses, so every write that may add memory is refused.
+        _ = try await env.redis.send(["CONFIG", "SET", "maxmemory", "1"])
+        await #expect(throws: RedisError.self) { try await env.enqueue(options: EnqueueOptions(indexed: true)) }
+        do {
+            _ = try await env.enqueue()
+            Issue.record("an enqueue into a full Redis went in")
+        } catch let error as RedisError {
+            #expect(error.isOutOfMemory && error.isOutage, "\(error)")
+        }
+        try await env.queue.record(held.map { .succeeded($0, result: "null", retention: .seconds(60)) })
+        for job in held { #expect(try await env.status(job.id) == .succeeded) }
+        #expect(try await env.stats().running == 0)
+    }
+
     /// Redis away for a few seconds: each of the worker's loops logs one line when it starts failing and one when
     /// it recovers (not one per try, per queue), and the worker takes jobs again within about a second.
     @Test func aRedisOutageIsLoggedOncePerLoopAndRecoveredFromWithinASecond() async throws {

@@ -122,8 +122,8 @@ import Testing
         defer { worker.signal(SIGKILL) }
         #expect(try await eventually(timeout: .seconds(30)) { worker.output.contains("connecting to redis failed") })
         #expect(worker.process.isRunning)
-        let server = try Self.startRedis(port: port)
-        defer { kill(server.processIdentifier, SIGKILL) }
+        let server = try PrivateRedis.start(port: port)
+        defer { server.stop() }
         let redis = try RedisClient(url: url)
         defer { redis.close() }
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: "late"))
@@ -158,8 +158,8 @@ import Testing
     @Test func aBusyWorkerWhoseRedisIsGoneStopsWithinItsGracePeriodOnSIGTERM() async throws {
         let port = CarbScanBinary.freePort()
         let url = "redis://127.0.0.1:\(port)/0"
-        let server = try Self.startRedis(port: port)
-        defer { kill(server.processIdentifier, SIGKILL) }
+        let server = try PrivateRedis.start(port: port)
+        defer { server.stop() }
         let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
         let redis = try RedisClient(url: url)
         defer { redis.close() }
@@ -176,7 +176,7 @@ import Testing
         let long = try #require(try await queue.enqueue("noop", payload: ["sleepMs": 8000], options: EnqueueOptions(indexed: true)).id)
         #expect(try await eventually(timeout: .seconds(30)) { try await queue.record(long)?.status == .running })
         // Redis goes away while both run; the short job finishes and cannot be recorded.
-        kill(server.processIdentifier, SIGKILL)
+        server.stop()
         try await Task.sleep(for: .milliseconds(600))
         let signalled = ContinuousClock.now
         worker.signal(SIGTERM)
@@ -184,18 +184,5 @@ import Testing
         // Grace 1 s, 2 s for handlers that ignore cancellation, then 3 s of tries to record: well under 8 s.
         #expect(ContinuousClock.now - signalled < .seconds(8), "\(ContinuousClock.now - signalled)")
         #expect(worker.output.contains("their leases hand the jobs back"))
-    }
-
-    /// A private Redis on `port`, no persistence (the test kills it).
-    static func startRedis(port: Int) throws -> Process {
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        server.arguments = ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"]
-        // No inherited stdio: a grandchild holding the test runner's pipe would keep `swift test` waiting.
-        server.standardInput = FileHandle.nullDevice
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        return server
     }
 }

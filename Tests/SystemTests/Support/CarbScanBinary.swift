@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Redis
+import TestSupport
 
 /// Runs the built `carbscan` executable as operators do: real processes, real signals, the real Redis.
 enum CarbScanBinary {
@@ -84,20 +85,7 @@ enum CarbScanBinary {
     /// A port free now, chosen at random below the kernel's ephemeral range (32768 and up here): a port the kernel
     /// handed out for port 0 was sometimes taken again by another test's listener or outgoing connection before the
     /// binary bound it (a serve test got another server's 404).
-    static func freePort() -> Int {
-        while true {
-            let port = Int.random(in: 20_000..<32_000)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-            if bound == 0 { return port }
-        }
-    }
+    static func freePort() -> Int { PrivateRedis.freeLoopbackPort() }
 }
 
 struct RunningProcess {

@@ -1,0 +1,65 @@
+import Foundation
+
+/// A Redis server of one test's own on a free loopback port, without persistence, for faults that would disturb the
+/// shared one (killing it, filling it). Stopped (SIGKILL) by `stop()`.
+public struct PrivateRedis: Sendable {
+    public let port: Int
+    let pid: Int32
+
+    public var url: String { "redis://127.0.0.1:\(port)/0" }
+
+    /// Starts `redis-server` on `port` (a free one when nil) with `extraArguments` (`--maxmemory 4mb`, …).
+    public static func start(port: Int? = nil, _ extraArguments: [String] = []) throws -> PrivateRedis {
+        let port = port ?? freeLoopbackPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        server.arguments = ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"] + extraArguments
+        // No inherited stdio: a grandchild holding the test runner's pipe would keep `swift test` waiting.
+        server.standardInput = FileHandle.nullDevice
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        let redis = PrivateRedis(port: port, pid: server.processIdentifier)
+        redis.waitUntilListening()
+        return redis
+    }
+
+    /// Returns once the server accepts connections (at most 5 s): a client that tried too early would sit out its
+    /// reconnect backoff.
+    func waitUntilListening() {
+        let deadline = Date() + 5
+        while Date() < deadline {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if connected == 0 { return }
+            usleep(10_000)
+        }
+    }
+
+    public func stop() { kill(pid, SIGKILL) }
+
+    /// A port nothing listens on now, below the ephemeral range (a port-0 pick can be taken by another socket
+    /// before the server binds it).
+    public static func freeLoopbackPort() -> Int {
+        while true {
+            let port = Int.random(in: 20_000..<32_000)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if bound == 0 { return port }
+        }
+    }
+}
