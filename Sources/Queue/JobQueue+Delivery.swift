@@ -13,6 +13,9 @@ public struct ReservedJob: Sendable {
     public let maxAttempts: Int
     public let scheduledFor: Date?
     public let enqueuedAt: Date
+    /// Its last lease ran out (its worker crashed, was killed or hung): it runs alone, and the worker that has it
+    /// takes no other job until it ends, so a job that crashes its worker takes nothing else down with it.
+    public let isolated: Bool
 }
 
 /// The outcome of one delivery, recorded in batches.
@@ -92,13 +95,14 @@ extension JobQueue {
         }
     }
 
-    /// Takes up to `count` runnable jobs of `queue` without blocking, in one round-trip.
-    public func reserve(queue: String, count: Int, consumer: String) async throws -> [ReservedJob] {
+    /// Takes up to `count` runnable jobs of `queue` without blocking, in one round-trip. `idle`: the caller has
+    /// nothing in flight, so it may be given a job to run isolated (`ReservedJob.isolated`).
+    public func reserve(queue: String, count: Int, consumer: String, idle: Bool = true) async throws -> [ReservedJob] {
         let k = keys(queue)
         let reply = try await recreatingGroups([queue]) {
             try await redis.run(
                 Scripts.reserve, keys: [k.stream, k.dead, k.stats],
-                arguments: [k.base, QueueKeys.group, consumer, String(count)] + deadArguments)
+                arguments: [k.base, QueueKeys.group, consumer, String(count)] + deadArguments + [idle ? "1" : "0"])
         }
         return Self.decodeJobs(reply, queue: queue)
     }
@@ -106,7 +110,7 @@ extension JobQueue {
     /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` on `connection`), then starts them.
     /// All queues must live on the same Redis server.
     public func waitForJobs(
-        queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection
+        queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection, idle: Bool = true
     ) async throws -> [ReservedJob] {
         let streams = queues.map { keys($0).stream }
         let reply = try await recreatingGroups(queues) {
@@ -125,7 +129,9 @@ extension JobQueue {
             else { continue }
             // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis; kind empty when the
             // entry only names a job whose record exists).
-            let leading = [keys(queue).base, QueueKeys.group, consumer] + deadArguments
+            // Once a job to run isolated is given, the rest of this read goes back to the streams.
+            let mode = jobs.contains(where: \.isolated) ? "x" : idle && jobs.isEmpty ? "1" : "0"
+            let leading = [keys(queue).base, QueueKeys.group, consumer] + deadArguments + [mode]
             var arguments = leading
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
@@ -144,17 +150,18 @@ extension JobQueue {
     private static func decodeJobs(_ reply: RedisValue, queue: String) -> [ReservedJob] {
         guard let flat = reply.array else { return [] }
         var jobs: [ReservedJob] = []
-        jobs.reserveCapacity(flat.count / 8)
+        jobs.reserveCapacity(flat.count / 9)
         var i = 0
-        while i + 7 < flat.count {
+        while i + 8 < flat.count {
             let fire = flat[i + 6].string.flatMap(Double.init)
             jobs.append(
                 ReservedJob(
                     id: JobID(trusted: flat[i].string ?? ""), queue: queue, entry: flat[i + 1].string ?? "",
                     kind: flat[i + 2].string ?? "", payload: flat[i + 3].string ?? "", attempt: flat[i + 4].int ?? 1,
                     maxAttempts: flat[i + 5].int ?? 1, scheduledFor: fire.map { Date(timeIntervalSince1970: $0 / 1000) },
-                    enqueuedAt: Date(timeIntervalSince1970: (flat[i + 7].string.flatMap(Double.init) ?? 0) / 1000)))
-            i += 8
+                    enqueuedAt: Date(timeIntervalSince1970: (flat[i + 7].string.flatMap(Double.init) ?? 0) / 1000),
+                    isolated: flat[i + 8].string == "1"))
+            i += 9
         }
         return jobs
     }

@@ -89,11 +89,21 @@ enum Scripts {
               local f = fieldsOf(flat)
               return {f['kind'], f['payload'], f['max'], f['vis']}
             end
-            -- The 8 fields the worker reads per started job.
-            local function started(out, id, entry, kind, payload, attempts, max, fire, enq)
+            -- The 9 fields the worker reads per started job (the last: '1' when the job runs isolated, see start).
+            local function started(out, id, entry, kind, payload, attempts, max, fire, enq, isolated)
               local n = #out
               out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, kind, payload
               out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempts, max, fire, enq
+              out[n + 9] = isolated or ''
+            end
+            -- Back to the end of the stream, as it was delivered (a carried job keeps what it carries).
+            local function handBack(stream, group, entry, id, job)
+              redis.call('XACK', stream, group, entry)
+              if job then
+                redis.call('XADD', stream, '*', 'id', id, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4])
+              else
+                redis.call('XADD', stream, '*', 'id', id)
+              end
             end
             -- Marks delivered entries ({entry, id, carried job or nil}) as running and returns what the worker needs to
             -- run them. An entry that carries its job is its first delivery (a reclaim hands back a copy), so there is no
@@ -101,36 +111,57 @@ enum Scripts {
             -- time.
             -- A job delivered more times than it has attempts (its workers died mid-job) is buried instead:
             -- a message that crashes workers never loops.
-            local function start(stream, deadKey, statsKey, prefix, group, consumer, entries, deadRetention, deadCap, maxAge)
+            -- A job whose last lease ran out (`lost`: its worker crashed, was killed or hung) runs isolated: only on a
+            -- worker with nothing in flight (`idle`), alone in its batch, and that worker takes nothing else until it
+            -- ends. Otherwise it goes back to the end of the stream (after 20 such turns it runs anyway, so a busy
+            -- system cannot starve it). Without this, a job that crashes its worker is reclaimed with the jobs it took
+            -- down, delivered in one batch with them, and takes them down again until they too are buried.
+            -- `mode`: '1' the worker has nothing in flight; 'x' it has just been given a job to run isolated (hand
+            -- everything back); else it is busy.
+            local function start(stream, deadKey, statsKey, prefix, group, consumer, entries, deadRetention, deadCap, maxAge, mode)
               local now = nowMs()
               local nowText = int(now)
               local out = {}
+              local idle = mode == '1'
+              local alone = mode == 'x'
               for _, e in ipairs(entries) do
                 local entry, id, job = e[1], e[2], e[3]
                 local key = prefix .. 'job:' .. id
-                if job then
+                if alone then
+                  handBack(stream, group, entry, id, job)
+                elseif job then
                   local enq = string.match(entry, '^%d+')
                   redis.call('HSET', key, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4], 'enq', enq,
                     'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', '1')
                   started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
                 else
-                  local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts')
+                  local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost')
                   if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
                     redis.call('XACK', stream, group, entry)
                   else
                     -- Counted here and written with the status below: one call less per job than HINCRBY.
                     local attempts = tonumber(f[7] or '0') + 1
                     local max = tonumber(f[3])
+                    local lost = tonumber(f[8] or '0')
                     if attempts > max then
                       redis.call('HSET', key, 'attempts', attempts)
                       redis.call('XACK', stream, group, entry)
                       bury(prefix, deadKey, statsKey, id, now,
-                        'delivered ' .. (attempts - 1) .. ' times without finishing (its workers stopped mid-job)',
+                        'delivered ' .. (attempts - 1) .. ' times without finishing: its worker crashed, was killed or hung mid-job each time',
                         deadRetention, deadCap, maxAge)
+                    elseif lost > 0 and not (idle and #out == 0) and lost < 20 then
+                      redis.call('HSET', key, 'lost', lost + 1)
+                      handBack(stream, group, entry, id, nil)
                     else
+                      local isolated = ''
+                      if lost > 0 then
+                        redis.call('HDEL', key, 'lost')
+                        alone = true
+                        isolated = '1'
+                      end
                       redis.call('HSET', key, 'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry,
                         'attempts', int(attempts))
-                      started(out, id, entry, f[1], f[2], attempts, max, f[5] or '', f[6] or '')
+                      started(out, id, entry, f[1], f[2], attempts, max, f[5] or '', f[6] or '', isolated)
                     end
                   end
                 end
@@ -201,8 +232,8 @@ enum Scripts {
             """)
 
     /// Non-blocking fetch and start in one round-trip. KEYS: stream, dead, stats.
-    /// ARGV: prefix, group, consumer, count, deadRetentionMs, deadCap, deadMaxAgeMs.
-    /// Returns 8 fields per job: id, entry, kind, payload, attempt, maxAttempts, fireMs, enqueuedMs.
+    /// ARGV: prefix, group, consumer, count, deadRetentionMs, deadCap, deadMaxAgeMs, idle ('1': nothing in flight).
+    /// Returns 9 fields per job: id, entry, kind, payload, attempt, maxAttempts, fireMs, enqueuedMs, isolated.
     static let reserve = RedisScript(
         name: "reserve",
         source: prelude + """
@@ -211,23 +242,23 @@ enum Scripts {
             local entries = {}
             for _, e in ipairs(reply[1][2]) do table.insert(entries, {e[1], e[2][2], carried(e[2])}) end
             return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
-              tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+              tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8])
             """)
 
     /// Starts entries that a blocking `XREADGROUP` delivered. KEYS: stream, dead, stats.
-    /// ARGV: prefix, group, consumer, deadRetentionMs, deadCap, deadMaxAgeMs, then per entry: entry, id, kind,
+    /// ARGV: prefix, group, consumer, deadRetentionMs, deadCap, deadMaxAgeMs, idle, then per entry: entry, id, kind,
     /// payload, max, vis (kind empty for an entry that only names its job).
     static let start = RedisScript(
         name: "start",
         source: prelude + """
             local entries = {}
-            for i = 7, #ARGV, 6 do
+            for i = 8, #ARGV, 6 do
               local job = nil
               if ARGV[i+2] ~= '' then job = {ARGV[i+2], ARGV[i+3], ARGV[i+4], ARGV[i+5]} end
               table.insert(entries, {ARGV[i], ARGV[i+1], job})
             end
             return start(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], entries,
-              tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
+              tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7])
             """)
 
     /// Records a batch of outcomes in one round-trip. KEYS: stream, retry, dead, stats.
@@ -373,7 +404,7 @@ enum Scripts {
                 elseif idle >= tonumber(f[1] or '30000') then
                   redis.call('XACK', stream, group, entry)
                   if f[2] == 'running' and f[4] == entry then
-                    redis.call('HSET', key, 'status', 'retrying')
+                    redis.call('HSET', key, 'status', 'retrying', 'lost', '1')
                     pushHistory(key, tonumber(f[3]), now, 'lease expired: worker ' .. consumer .. ' stopped renewing it')
                   end
                   if f[2] ~= 'succeeded' and f[2] ~= 'failed' then

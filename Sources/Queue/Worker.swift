@@ -124,14 +124,16 @@ public final class Worker: Service {
             if isStopping || free == 0 { continue }
             let want = min(free, 500)
             var jobs: [ReservedJob] = []
+            let idle = inFlight.isEmpty
             do {
-                for name in weightedOrder() where jobs.count < want {
-                    jobs += try await queue.reserve(queue: name, count: want - jobs.count, consumer: options.consumer)
+                for name in weightedOrder() where jobs.count < want && !jobs.contains(where: \.isolated) {
+                    jobs += try await queue.reserve(
+                        queue: name, count: want - jobs.count, consumer: options.consumer, idle: idle && jobs.isEmpty)
                 }
                 if jobs.isEmpty && !isStopping {
                     jobs = try await queue.waitForJobs(
                         queues: queueNames, count: want, consumer: options.consumer, timeout: options.blockTimeout,
-                        connection: connection)
+                        connection: connection, idle: idle)
                 }
                 streak.succeeded(logger: logger)
             } catch {
@@ -140,6 +142,11 @@ public final class Worker: Service {
             }
             slots.take(jobs.count)
             for job in jobs { start(job) }
+            if jobs.contains(where: \.isolated) {
+                // Its last worker died with it: nothing else runs here until it ends, so if it crashes this process
+                // too, it takes no other job down.
+                while !inFlight.isEmpty && !isStopping { try? await Task.sleep(for: .milliseconds(5)) }
+            }
         }
     }
 

@@ -17,8 +17,9 @@ public struct NoopJob: JobKind {
         /// Enqueue time (unix seconds): RPUSH the pickup latency in µs onto `latency` when the job starts.
         public var stamp: Double?
         public var latency: String?
-        /// Fail this way: `retry` (a retryable error), `permanent`, or `outage` (Redis unreachable, as the client
-        /// reports it: what the engine postpones without spending an attempt).
+        /// Fail this way: `retry` (a retryable error), `permanent`, `outage` (Redis unreachable, as the client
+        /// reports it: what the engine postpones without spending an attempt), or `crash` (trap the whole worker
+        /// process: a poison message, for chaos tests).
         public var fail: String?
         /// Returned as the job's result.
         public var result: JSONValue?
@@ -42,6 +43,7 @@ public struct NoopJob: JobKind {
         case "retry": throw JobFailure.retryable("noop asked to fail (attempt \(context.attempt))")
         case "permanent": throw JobFailure.permanent("noop asked to fail permanently")
         case "outage": throw RedisError(.connection, "noop simulated an unreachable Redis")
+        case "crash": fatalError("noop asked to crash its worker (job \(context.id))")
         default: break
         }
         if let record = parameters.record {

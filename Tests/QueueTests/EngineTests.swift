@@ -168,6 +168,29 @@ import Testing
         #expect(record.error?.contains("without finishing") == true)
     }
 
+    /// A job whose lease ran out (its worker crashed with it) runs isolated: a busy worker hands it back, an idle one
+    /// gets it alone and the rest of its batch goes back to the stream.
+    @Test func aJobWhoseLeaseRanOutRunsAloneOnAnIdleWorker() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        try await env.queue.prepare(queues: ["default"])
+        let lost = try await env.enqueue(options: EnqueueOptions(indexed: true))
+        #expect(try await env.queue.reserve(queue: "default", count: 10, consumer: "crashed").map(\.id) == [lost])
+        try await Task.sleep(for: .milliseconds(3200))
+        #expect(try await env.queue.reclaimExpiredLeases(queue: "default") == [lost])
+        let others = [try await env.enqueue(options: EnqueueOptions(indexed: true)), try await env.enqueue()]
+
+        let busy = try await env.queue.reserve(queue: "default", count: 10, consumer: "busy", idle: false)
+        #expect(busy.map(\.id) == others)
+        #expect(busy.allSatisfy { !$0.isolated })
+        let more = try await env.enqueue()
+        let idle = try await env.queue.reserve(queue: "default", count: 10, consumer: "idle", idle: true)
+        #expect(idle.map(\.id) == [lost])
+        #expect(idle.first?.isolated == true && idle.first?.attempt == 2)
+        // The job behind it in that batch went back to the stream, whole.
+        #expect(try await env.queue.reserve(queue: "default", count: 10, consumer: "next").map(\.id) == [more])
+    }
+
     @Test func aHandlerPastItsTimeoutIsCancelledAndRetried() async throws {
         let env = try TestEnvironment(kinds: [
             "noop": """
@@ -225,7 +248,9 @@ import Testing
     // MARK: 6. Cron: once per fire time
 
     @Test func aFireTimeIsEnqueuedOnceHoweverManySchedulersFireIt() async throws {
-        let env = try TestEnvironment(kinds: ["noop": TestEnvironment.noop + "\nschedules:\n  - { name: each-minute, cron: \"* * * * *\" }\n"])
+        let env = try TestEnvironment(kinds: [
+            "noop": TestEnvironment.noop + "\nschedules:\n  - { name: each-minute, cron: \"* * * * *\" }\n"
+        ])
         defer { Task { await env.cleanUp() } }
         let schedule = try #require(env.queue.catalog["noop"]?.schedules.first)
         let fireTime = Date(timeIntervalSince1970: 1_795_000_000)
@@ -461,7 +486,8 @@ import Testing
 
     @Test func badInputIsRefusedAtEnqueueAndNothingIsWritten() async throws {
         let env = try TestEnvironment(kinds: [
-            "strict": "payload:\n  type: object\n  required: [userId]\n  additionalProperties: false\n  properties:\n    userId: { type: string, format: uuid }"
+            "strict":
+                "payload:\n  type: object\n  required: [userId]\n  additionalProperties: false\n  properties:\n    userId: { type: string, format: uuid }"
         ])
         defer { Task { await env.cleanUp() } }
         await #expect { try await env.queue.enqueue("nope", payload: .object([:])) } throws: {

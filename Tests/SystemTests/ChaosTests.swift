@@ -185,4 +185,54 @@ import Testing
         #expect(ContinuousClock.now - signalled < .seconds(8), "\(ContinuousClock.now - signalled)")
         #expect(worker.output.contains("their leases hand the jobs back"))
     }
+
+    /// A poison message for real: a job whose handler traps its whole worker process, under two workers that a
+    /// supervisor (this test) restarts. It is buried after its attempts with a reason that says so, and every other
+    /// job, some of them lost with the crashed workers, still finishes once.
+    @Test func aJobThatCrashesItsWorkerIsBuriedAndTheOthersFinish() async throws {
+        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let prefix = "poison-\(UUID().uuidString.prefix(8))"
+        let jobs = try CarbScanBinary.jobsDirectory(
+            noop: """
+                queue: default
+                timeout: 10s
+                visibility_timeout: 3s
+                attempts: 2
+                backoff: { type: fixed, delay: 100ms }
+                retention: { succeeded: 1h, failed: 1d }
+                """)
+        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
+        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
+        let arguments = ["work", "--queues", "default", "--concurrency", "4"]
+        var workers = [
+            try CarbScanBinary.start(arguments, environment: environment), try CarbScanBinary.start(arguments, environment: environment),
+        ]
+        defer {
+            for worker in workers { worker.signal(SIGKILL) }
+            Task { await removeKeys(prefix: prefix, redis: redis) }
+        }
+        #expect(try await eventually(timeout: .seconds(30)) { try await queue.consumers() == 2 })
+        let effects = "\(prefix):effects"
+        let poison = try #require(try await queue.enqueue("noop", payload: ["fail": "crash"], options: EnqueueOptions(indexed: true)).id)
+        let others = try await queue.enqueue(
+            Array(repeating: (kind: "noop", payload: ["sleepMs": 300, "record": .string(effects)], options: EnqueueOptions()), count: 20))
+        var restarts = 0
+        let settled = try await eventually(timeout: .seconds(60)) {
+            // The supervisor: a worker that died is started again.
+            for index in workers.indices where !workers[index].process.isRunning {
+                workers[index] = try CarbScanBinary.start(arguments, environment: environment)
+                restarts += 1
+            }
+            let done = try await redis.send(["LLEN", effects]).int ?? 0
+            return try await queue.record(poison)?.status == .failed && done >= others.count
+        }
+        #expect(settled)
+        #expect(restarts >= 2, "the poison job crashed \(restarts) workers")
+        let record = try #require(try await queue.record(poison))
+        #expect(record.status == .failed && record.inDeadSet)
+        #expect(record.error?.contains("crashed") == true, "\(record.error ?? "")")
+        let ran = try await redis.send(["LRANGE", effects, "0", "-1"]).array?.compactMap(\.string) ?? []
+        #expect(Set(ran).count == others.count)
+        #expect(try await queue.defaultStats().dead == 1)
+    }
 }
