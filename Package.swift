@@ -55,6 +55,10 @@ let package = Package(
             dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
+            name: "Mail",
+            dependencies: ["CCurl"]
+        ),
+        .target(
             name: "Store",
             dependencies: ["Postgres", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Migrations")]
@@ -93,7 +97,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore",
+                "Queue", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "carbscan",
             dependencies: [
-                "Queue", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP", "AppStore",
+                "Queue", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -119,12 +123,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
-            path: "Tests/TestSupport"
+            path: "Tests/TestSupport",
+            exclude: ["smtp_sink.py"]
         ),
         .testTarget(
             name: "WorkersTests",
             dependencies: [
-                "TestSupport", "Workers", "Queue", "Redis", "Postgres", "Store", "OutboundHTTP",
+                "TestSupport", "Workers", "Queue", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -136,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "AppStore", "Store", "Postgres", "Queue", "Redis", "Workers", "TestSupport",
+                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Redis", "Workers", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

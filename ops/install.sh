@@ -18,6 +18,12 @@ if ((${#missing[@]})); then
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# The tests' local SMTP server (a real one, from PyPI).
+if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
+    echo "install.sh: installing aiosmtpd (PyPI)"
+    python3 -m pip install -q aiosmtpd
+fi
+
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
     PATH=/opt/swift/usr/bin:$PATH
 fi

@@ -31,6 +31,7 @@ extension APIDependencies {
             dependencies.syncWait = .milliseconds(Int(seconds * 1000))
         }
         dependencies.appStore = try AppStoreConfiguration.fromEnvironment(environment)
+        dependencies.magicLink = MagicLinkSettings.fromEnvironment(environment)
         if let zone = environment["SCAN_RESET_TIMEZONE"].flatMap(TimeZone.init(identifier:)) { dependencies.scanResetTimeZone = zone }
         return dependencies
     }

@@ -20,6 +20,8 @@ public struct APIDependencies: Sendable {
     public var loginWebhookConfigured: Bool
     /// `STRIPE_WEBHOOK_SECRET`: the signing secret of provider webhooks.
     public var stripeWebhookSecret: String?
+    /// `SMTP_URL`, `MAGIC_LINK_URL`, …: magic-link sign-in; nil: `auth/magic-link/request` is not configured.
+    public var magicLink: MagicLinkSettings?
     /// `APPSTORE_*`: how App Store payloads are verified and mapped; nil: the App Store routes are not configured.
     public var appStore: AppStoreConfiguration?
     /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
@@ -72,6 +74,8 @@ public enum APIServer {
         HealthRoutes(database: database, redis: dependencies.redis, queue: dependencies.queue, openAPIDocument: try openAPIDocument())
             .register(on: api)
         AuthRoutes(accounts: dependencies.accounts, authenticator: authenticator, throttle: dependencies.throttle, recorder: recorder)
+            .register(on: api)
+        MagicLinkRoutes(accounts: dependencies.accounts, queue: dependencies.queue, recorder: recorder, settings: dependencies.magicLink)
             .register(on: api)
         UserRoutes(accounts: dependencies.accounts, authenticator: authenticator).register(on: api)
         MealsRoutes(database: database, authenticator: authenticator).register(on: api)

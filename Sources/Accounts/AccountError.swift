@@ -8,4 +8,6 @@ public enum AccountError: Error, Equatable, Sendable {
     case invalidIdentityToken(TokenError)
     case invalidRefreshToken(reason: String)
     case userNotFound
+    /// A sign-in link that is unknown, expired or already used.
+    case invalidMagicLink
 }

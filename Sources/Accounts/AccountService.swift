@@ -81,9 +81,12 @@ public struct AccountService: Sendable {
         let user = try await user(for: identity, name: name, newUserID: identity.subject)
         let session = try await startSession(user: user, deviceID: deviceID)
         let displayName = [user.firstName, user.lastName].compactMap { $0 }.joined(separator: " ")
-        return (session, SignInEvent(
-            userID: user.id, provider: "apple", subject: identity.subject, email: user.email,
-            displayName: displayName.isEmpty ? nil : displayName))
+        return (
+            session,
+            SignInEvent(
+                userID: user.id, provider: "apple", subject: identity.subject, email: user.email,
+                displayName: displayName.isEmpty ? nil : displayName)
+        )
     }
 
     /// Verifies a bearer token from one of the extra OIDC issuers (e.g. Clerk); nil when it names no such issuer.
@@ -143,7 +146,9 @@ public struct AccountService: Sendable {
 
     // MARK: Email and password
 
-    public func register(email rawEmail: String, password: String, firstName: String?, lastName: String?, deviceID: String?) async throws -> (Session, SignInEvent) {
+    public func register(email rawEmail: String, password: String, firstName: String?, lastName: String?, deviceID: String?) async throws
+        -> (Session, SignInEvent)
+    {
         let email = try Self.normalizedEmail(rawEmail)
         try Self.checkPassword(password)
         let hash = try await hasher.hash(password)
@@ -202,7 +207,7 @@ public struct AccountService: Sendable {
         }
     }
 
-    private func event(for user: User, provider: String, subject: String) -> SignInEvent {
+    func event(for user: User, provider: String, subject: String) -> SignInEvent {
         let name = [user.firstName, user.lastName].compactMap { $0 }.joined(separator: " ")
         return SignInEvent(userID: user.id, provider: provider, subject: subject, email: user.email, displayName: name.isEmpty ? nil : name)
     }
@@ -218,10 +223,7 @@ public struct AccountService: Sendable {
     }
 
     private func issueRefreshToken(userID: String, family: UUID, deviceID: String?, on db: any PostgresQueryable) async throws -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let token = "rt_" + Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let token = Self.randomToken(prefix: "rt_")
         try await RefreshTokens(db).insert(
             userID: userID, tokenHash: Self.hash(token), familyID: family, deviceID: deviceID,
             expiresAt: Date().addingTimeInterval(configuration.refreshTokenLifetime.seconds))
@@ -229,6 +231,15 @@ public struct AccountService: Sendable {
     }
 
     static func hash(_ token: String) -> [UInt8] { Array(SHA256.hash(data: Array(token.utf8))) }
+
+    /// 32 bytes of kernel randomness, base64url, after `prefix` (which says what the token is for).
+    static func randomToken(prefix: String) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return prefix
+            + Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
 
     /// Rotates a refresh token: the old one is used up, a new one of the same family is returned. Presenting a
     /// token that was already rotated is taken as theft: the whole family (every token of that sign-in) is revoked.

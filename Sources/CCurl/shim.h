@@ -24,3 +24,7 @@ static inline CURLcode carbscan_curl_easy_setopt_write_callback(CURL *handle, CU
 static inline CURLcode carbscan_curl_global_init_default(void) {
     return curl_global_init(CURL_GLOBAL_DEFAULT);
 }
+/* SMTP: the recipients list and the MIME message are pointers too; a typed wrapper keeps call sites readable. */
+static inline CURLcode carbscan_curl_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *list) {
+    return curl_easy_setopt(handle, option, list);
+}

@@ -1,4 +1,5 @@
 import Logging
+import Mail
 import OutboundHTTP
 import Postgres
 import Queue
@@ -23,6 +24,7 @@ public enum Handlers {
         registry.register(PushRegistrationJob(services: services))
         registry.register(LoginWebhookJob(services: services))
         registry.register(PhotoRetentionJob(services: services))
+        registry.register(EmailJob(services: services))
         return registry
     }
 }
@@ -38,10 +40,12 @@ public struct WorkerServices: Sendable {
     public var http: HTTPClient
     public var settings: WorkerSettings
     public var logger: Logger
+    /// Sends the `email` kind's mail (`SMTP_URL`); nil: those jobs die with a configuration error.
+    public var mailer: SMTPMailer?
 
     public init(
         redis: RedisClient, prefix: String, catalog: JobCatalog, database: PostgresClient, http: HTTPClient, settings: WorkerSettings,
-        logger: Logger
+        logger: Logger, mailer: SMTPMailer? = nil
     ) {
         self.redis = redis
         self.prefix = prefix
@@ -50,5 +54,6 @@ public struct WorkerServices: Sendable {
         self.http = http
         self.settings = settings
         self.logger = logger
+        self.mailer = mailer
     }
 }

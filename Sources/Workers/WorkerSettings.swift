@@ -30,13 +30,16 @@ public struct WorkerSettings: Sendable {
     public var scanResetTimeZone: TimeZone
     /// Stored photos are deleted after this.
     public var photoRetention: Duration
+    /// The sender of the `email` kind's mail (`MAIL_FROM`).
+    public var mailFrom: String = "CarbScan <noreply@localhost>"
 
     public init(
         aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini",
         aiMaxTokens: [String: Int] = WorkerSettings.defaultMaxTokens, loginWebhookURL: String? = nil,
         loginWebhookAPIKey: String? = nil, loginWebhookIDField: String? = "id", stripeAPIBase: String = "https://api.stripe.com",
         stripeSecretKey: String? = nil,
-        stripePriceTiers: [String: String] = [:], scanResetTimeZone: TimeZone = .gmt, photoRetention: Duration = .seconds(30 * 86_400)
+        stripePriceTiers: [String: String] = [:], scanResetTimeZone: TimeZone = .gmt, photoRetention: Duration = .seconds(30 * 86_400),
+        mailFrom: String? = nil
     ) {
         self.aiBaseURL = aiBaseURL
         self.aiAPIKey = aiAPIKey
@@ -50,6 +53,7 @@ public struct WorkerSettings: Sendable {
         self.stripePriceTiers = stripePriceTiers
         self.scanResetTimeZone = scanResetTimeZone
         self.photoRetention = photoRetention
+        if let mailFrom { self.mailFrom = mailFrom }
     }
 
     /// An analysis answer is a short JSON object (about 200 tokens); a chat answer at most 8,000 characters is kept.
@@ -83,6 +87,7 @@ public struct WorkerSettings: Sendable {
             stripeAPIBase: value("STRIPE_API_BASE") ?? "https://api.stripe.com",
             stripeSecretKey: value("STRIPE_SECRET_KEY"), stripePriceTiers: tiers,
             scanResetTimeZone: value("SCAN_RESET_TIMEZONE").flatMap(TimeZone.init(identifier:)) ?? .gmt,
-            photoRetention: .seconds(Int(value("PHOTO_RETENTION_DAYS") ?? "30").map { $0 * 86_400 } ?? 30 * 86_400))
+            photoRetention: .seconds(Int(value("PHOTO_RETENTION_DAYS") ?? "30").map { $0 * 86_400 } ?? 30 * 86_400),
+            mailFrom: value("MAIL_FROM"))
     }
 }

@@ -2,6 +2,7 @@ import AppStore
 import ArgumentParser
 import Foundation
 import Logging
+import Mail
 import OutboundHTTP
 import Queue
 import ServiceLifecycle
@@ -47,9 +48,13 @@ struct WorkCommand: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(error)", exitCode: 78)
             }
+            var mailer: SMTPMailer?
+            if let url = ProcessInfo.processInfo.environment["SMTP_URL"], !url.isEmpty {
+                do { mailer = try SMTPMailer(url: url) } catch { throw CLIError("\(error)", exitCode: 78) }
+            }
             let services = WorkerServices(
                 redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: HTTPClient(logger: logger),
-                settings: settings, logger: logger)
+                settings: settings, logger: logger, mailer: mailer)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {

@@ -6,6 +6,11 @@ public struct PrivateRedis: Sendable {
     public let port: Int
     let pid: Int32
 
+    init(port: Int, pid: Int32) {
+        self.port = port
+        self.pid = pid
+    }
+
     public var url: String { "redis://127.0.0.1:\(port)/0" }
 
     /// Starts `redis-server` on `port` (a free one when nil) with `extraArguments` (`--maxmemory 4mb`, …).
@@ -24,9 +29,10 @@ public struct PrivateRedis: Sendable {
         return redis
     }
 
-    /// Returns once the server accepts connections (at most 5 s): a client that tried too early would sit out its
-    /// reconnect backoff.
-    func waitUntilListening() {
+    /// Returns once the server accepts connections (true), or false after 5 s: a client that tried too early would
+    /// sit out its reconnect backoff.
+    @discardableResult
+    func waitUntilListening() -> Bool {
         let deadline = Date() + 5
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -38,9 +44,10 @@ public struct PrivateRedis: Sendable {
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
-            if connected == 0 { return }
+            if connected == 0 { return true }
             usleep(10_000)
         }
+        return false
     }
 
     public func stop() { kill(pid, SIGKILL) }

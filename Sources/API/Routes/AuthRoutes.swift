@@ -23,11 +23,7 @@ struct AuthRoutes {
         api.post("auth/refresh", refresh)
         api.post("auth/revoke", revoke)
         api.get("auth/me") { request, _ in try Envelope.success(UserDTO(try await authenticator.caller(request).user)) }
-        api.post("auth/magic-link/request") { _, _ in throw Self.notImplemented }
-        api.post("auth/magic-link/verify") { _, _ in throw Self.notImplemented }
     }
-
-    static let notImplemented = APIError(.notImplemented, "NOT_IMPLEMENTED", "Magic link sign-in is not implemented")
 
     struct AppleBody: Decodable {
         struct Name: Decodable {

@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import Mail
 import OutboundHTTP
 import Postgres
 import Queue
@@ -181,13 +182,13 @@ struct TestAPI: Sendable {
 
     /// A worker in this process running every handler on the API's Postgres and Redis, serving `queue` until it is
     /// stopped; its HTTP client (for `settings`' providers) closes when the task ends.
-    func startWorker(queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4) -> (
-        Worker, Task<Void, any Error>
-    ) {
+    func startWorker(
+        queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4, mailer: SMTPMailer? = nil
+    ) -> (Worker, Task<Void, any Error>) {
         let http = HTTPClient(logger: TestAPI.logger)
         let services = WorkerServices(
             redis: queue.redis, prefix: queue.options.prefix, catalog: queue.catalog, database: database, http: http,
-            settings: settings, logger: TestAPI.logger)
+            settings: settings, logger: TestAPI.logger, mailer: mailer)
         let worker = Worker(
             queue: queue, registry: Handlers.registry(services: services),
             options: WorkerOptions(queues: [(name, 1)], concurrency: concurrency, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),

@@ -75,17 +75,19 @@ import Testing
         let catalog = try JobCatalog.load(directory: repositoryJobsDirectory())
         #expect(
             catalog.kinds.keys.sorted() == [
-                "analysis", "chat", "login-webhook", "noop", "photo-retention", "push-registration", "scan-reset",
+                "analysis", "chat", "email", "login-webhook", "noop", "photo-retention", "push-registration", "scan-reset",
                 "subscription-sync",
             ])
-        #expect(catalog.queues == ["ai", "billing", "default", "maintenance", "webhooks"])
+        #expect(catalog.queues == ["ai", "billing", "default", "mail", "maintenance", "webhooks"])
 
         let analysis = try #require(catalog["analysis"])
         #expect(analysis.queue == "ai" && analysis.maxAttempts == 4 && analysis.visibilityTimeout == .seconds(90))
         let user = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
         let photo = "4711"  // meal_photos.id: the photo stays in Postgres
         #expect(
-            catalog.validatePayload(kind: "analysis", payload: ["userId": .string(user), "photoId": "9b2e1c44-5d6f"]).map(\.path) == ["/photoId"])
+            catalog.validatePayload(kind: "analysis", payload: ["userId": .string(user), "photoId": "9b2e1c44-5d6f"]).map(\.path) == [
+                "/photoId"
+            ])
         #expect(analysis.uniqueness?.key(for: ["userId": .string(user), "photoId": .string(photo)]) == "analysis:\(photo)")
         #expect(catalog.validatePayload(kind: "analysis", payload: ["userId": .string(user), "photoId": .string(photo)]).isEmpty)
         // Seed 001's POST analyze takes no meal type, so neither does the job (the route, the document and the kind agree).
