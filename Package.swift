@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "carbscan", targets: ["carbscan"]),
         .library(name: "Queue", targets: ["Queue"]),
+        /// The generated Swift client of the mobile API (seed 001), for the iOS app.
+        .library(name: "CarbScanClient", targets: ["CarbScanClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -21,6 +23,11 @@ let package = Package(
         // App Store signed payloads: the x5c chain (jwt-kit's X5CVerifier is built on it).
         .package(url: "https://github.com/apple/swift-certificates", from: "1.15.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
+        // The mobile API's generated Swift client (CarbScanClient).
+        .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        // The system test drives the client over URLSession, as the iOS app does.
+        .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
         // Only the tests' fault proxy uses it directly (Hummingbird already builds it).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
@@ -53,6 +60,11 @@ let package = Package(
         .target(
             name: "OutboundHTTP",
             dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "CarbScanClient",
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         .target(
             name: "Mail",
@@ -153,7 +165,13 @@ let package = Package(
             name: "QueueTests",
             dependencies: ["Queue", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "SystemTests", dependencies: ["Queue", "Redis", "Postgres", "TestSupport", "carbscan"]),
+        .testTarget(
+            name: "SystemTests",
+            dependencies: [
+                "Queue", "Redis", "Postgres", "TestSupport", "carbscan", "CarbScanClient",
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
