@@ -66,6 +66,15 @@ public enum EnqueueResult: Sendable, Equatable {
         if case .enqueued(let id) = self { return id }
         return nil
     }
+
+    /// The job that stands for this enqueue: the new one, or the one holding the unique key (a webhook re-sent).
+    public var jobID: JobID? {
+        switch self {
+        case .enqueued(let id): id
+        case .duplicate(let id): id
+        case .alreadyFired: nil
+        }
+    }
 }
 
 /// Refusals at enqueue and for operator commands: bad input, never a server fault.
@@ -130,10 +139,11 @@ public final class JobQueue: Sendable {
                 uniqueKey = uniqueness.key(for: job.payload)
                 uniqueTTL = uniqueTTL ?? uniqueness.ttl
             }
-            prepared.append(PreparedJob(
-                index: index, id: ids[index], kind: spec.name, queue: spec.queue, maxAttempts: spec.maxAttempts,
-                visibilityMs: spec.visibilityTimeout.milliseconds, payload: job.payload.jsonString, options: job.options,
-                uniqueKey: uniqueKey, uniqueTTL: uniqueTTL))
+            prepared.append(
+                PreparedJob(
+                    index: index, id: ids[index], kind: spec.name, queue: spec.queue, maxAttempts: spec.maxAttempts,
+                    visibilityMs: spec.visibilityTimeout.milliseconds, payload: job.payload.jsonString, options: job.options,
+                    uniqueKey: uniqueKey, uniqueTTL: uniqueTTL))
         }
         var results = [EnqueueResult](repeating: .alreadyFired, count: jobs.count)
         // Grouped by queue as positions, not copies (a bulk of 100,000 spent an eighth of its time copying jobs).
@@ -186,12 +196,13 @@ public final class JobQueue: Sendable {
     /// the transaction of a record and an entry, and the producer formatted 16 arguments per job instead of 12.
     private func enqueueEntries(_ jobs: [PreparedJob], queue: String, into results: inout [EnqueueResult]) async throws {
         let stream = keys(queue).stream
-        let replies = try await redis.pipeline(jobs.map { job in
-            [
-                "XADD", stream, "*", "id", job.id.rawValue, "kind", job.kind, "payload", job.payload,
-                "max", String(job.maxAttempts), "vis", String(job.visibilityMs),
-            ]
-        })
+        let replies = try await redis.pipeline(
+            jobs.map { job in
+                [
+                    "XADD", stream, "*", "id", job.id.rawValue, "kind", job.kind, "payload", job.payload,
+                    "max", String(job.maxAttempts), "vis", String(job.visibilityMs),
+                ]
+            })
         for case .error(let message) in replies { throw RedisError(.server, "enqueue failed: \(message)") }
         for job in jobs { results[job.index] = .enqueued(job.id) }
     }
@@ -269,9 +280,10 @@ public final class JobQueue: Sendable {
     /// of every queue, as Sidekiq's `Queue#find_job` does: for operators, never on a request path.
     public func record(_ id: JobID, searchingStreams: Bool = false) async throws -> JobRecord? {
         let queues = catalog.queues
-        let replies = try await redis.pipeline(queues.flatMap { queue in
-            [["HGETALL", keys(queue).job(id)], ["ZSCORE", keys(queue).dead, id.rawValue]]
-        })
+        let replies = try await redis.pipeline(
+            queues.flatMap { queue in
+                [["HGETALL", keys(queue).job(id)], ["ZSCORE", keys(queue).dead, id.rawValue]]
+            })
         for (index, queue) in queues.enumerated() {
             guard let fields = replies[index * 2].fields, !fields.isEmpty else { continue }
             return JobRecord(
@@ -313,13 +325,14 @@ public final class JobQueue: Sendable {
 
     public func stats() async throws -> [QueueStats] {
         let queues = catalog.queues
-        let replies = try await redis.pipeline(queues.flatMap { queue -> [[String]] in
-            let k = keys(queue)
-            return [
-                ["XLEN", k.stream], ["XINFO", "GROUPS", k.stream], ["ZCARD", k.scheduled], ["ZCARD", k.retry],
-                ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"],
-            ]
-        })
+        let replies = try await redis.pipeline(
+            queues.flatMap { queue -> [[String]] in
+                let k = keys(queue)
+                return [
+                    ["XLEN", k.stream], ["XINFO", "GROUPS", k.stream], ["ZCARD", k.scheduled], ["ZCARD", k.retry],
+                    ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"],
+                ]
+            })
         return queues.enumerated().map { index, queue in
             let r = Array(replies[index * 6..<index * 6 + 6])
             // The stream still holds acknowledged entries until the finished head is trimmed, so what waits is the
@@ -375,7 +388,8 @@ public final class JobQueue: Sendable {
                 let ids = try await redis.send(["ZRANGE", k.dead, "0", "499"]).array?.compactMap(\.string) ?? []
                 if ids.isEmpty { break }
                 for id in ids {
-                    let reply = try await redis.run(Scripts.retryNow, keys: [k.stream, k.scheduled, k.retry, k.dead], arguments: [k.base, id])
+                    let reply = try await redis.run(
+                        Scripts.retryNow, keys: [k.stream, k.scheduled, k.retry, k.dead], arguments: [k.base, id])
                     if reply.isNull { _ = try await redis.send(["ZREM", k.dead, id]) } else { count += 1 }
                 }
             }

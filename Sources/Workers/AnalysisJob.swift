@@ -66,21 +66,9 @@ public struct AnalysisJob: JobKind {
         guard let photoID = Int64(parameters.photoId) else {
             throw JobFailure.permanent("photoId '\(parameters.photoId)' is not a photo id")
         }
-        do {
-            return try await analyse(parameters, photoID: photoID, context: context)
-        } catch let failure as JobFailure where failure.kind == .permanent || context.attempt >= context.maxAttempts {
-            try await ScanReservations(services.database).refund(photoID: photoID)
-            throw JobFailure.permanent(failure.message)
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch let outage as any DependencyOutage where outage.isOutage {
-            // The worker postpones the job without spending the attempt: the scan stays reserved for it.
-            throw outage
-        } catch {
-            if context.attempt >= context.maxAttempts {
-                try await ScanReservations(services.database).refund(photoID: photoID)
-            }
-            throw error
+        return try await refundingIfItDies(context, refund: { _ = try await ScanReservations(services.database).refund(photoID: photoID) })
+        {
+            try await analyse(parameters, photoID: photoID, context: context)
         }
     }
 

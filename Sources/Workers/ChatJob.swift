@@ -46,20 +46,10 @@ public struct ChatJob: JobKind {
     /// The chat reserved when the message was accepted is charged with the stored answer, and refunded (once) when
     /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        do {
-            return try await answer(parameters, context: context)
-        } catch let failure as JobFailure where failure.kind == .permanent || context.attempt >= context.maxAttempts {
-            try await ChatReservations(services.database).refund(messageID: parameters.messageId)
-            throw JobFailure.permanent(failure.message)
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch let outage as any DependencyOutage where outage.isOutage {
-            throw outage
-        } catch {
-            if context.attempt >= context.maxAttempts {
-                try await ChatReservations(services.database).refund(messageID: parameters.messageId)
-            }
-            throw error
+        try await refundingIfItDies(
+            context, refund: { _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId) }
+        ) {
+            try await answer(parameters, context: context)
         }
     }
 

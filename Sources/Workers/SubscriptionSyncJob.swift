@@ -80,17 +80,8 @@ public struct SubscriptionSyncJob: JobKind {
             throw JobFailure.permanent("subscription \(subscription.id) belongs to no user: none stores it and its metadata has no userId")
         }
         let scanReset = update.tier.nextScanReset(after: Date(), in: services.settings.scanResetTimeZone)
-        switch try await subscriptions.apply(update, userID: owner, scanReset: scanReset) {
-        case .applied(let state):
-            return Self.result(state, applied: true)
-        case .unchanged(let state):
-            context.logger.info(
-                "subscription state not applied: a newer one is stored",
-                metadata: ["subscription": "\(subscription.id)", "user": "\(owner)"])
-            return Self.result(state, applied: false)
-        case .noSuchUser:
-            throw JobFailure.permanent("subscription \(subscription.id) names user \(owner), who does not exist")
-        }
+        let outcome = try await subscriptions.apply(update, userID: owner, scanReset: scanReset)
+        return try Self.result(outcome, subscription: "subscription \(subscription.id)", owner: owner, context: context)
     }
 
     /// Stores what a StoreKit 2 transaction says, after verifying it as the API did (the job trusts nothing it did
@@ -118,17 +109,22 @@ public struct SubscriptionSyncJob: JobKind {
             )
         }
         let scanReset = update.tier.nextScanReset(after: Date(), in: services.settings.scanResetTimeZone)
-        switch try await subscriptions.applyAppStore(update, signedTransaction: signed, userID: owner, scanReset: scanReset) {
+        let outcome = try await subscriptions.applyAppStore(update, signedTransaction: signed, userID: owner, scanReset: scanReset)
+        return try Self.result(
+            outcome, subscription: "App Store subscription \(transaction.originalTransactionId)", owner: owner, context: context)
+    }
+
+    /// The job's result for what `apply` did, either provider.
+    static func result(_ outcome: Subscriptions.Outcome, subscription: String, owner: String, context: JobContext) throws -> JSONValue {
+        switch outcome {
         case .applied(let state):
-            return Self.result(state, applied: true)
+            return result(state, applied: true)
         case .unchanged(let state):
             context.logger.info(
-                "App Store state not applied: a newer one is stored",
-                metadata: ["subscription": "\(transaction.originalTransactionId)", "user": "\(owner)"])
-            return Self.result(state, applied: false)
+                "subscription state not applied: a newer one is stored", metadata: ["subscription": "\(subscription)", "user": "\(owner)"])
+            return result(state, applied: false)
         case .noSuchUser:
-            throw JobFailure.permanent(
-                "App Store subscription \(transaction.originalTransactionId) names user \(owner), who does not exist")
+            throw JobFailure.permanent("\(subscription) names user \(owner), who does not exist")
         }
     }
 

@@ -29,44 +29,41 @@ public struct PrivateRedis: Sendable {
         return redis
     }
 
+    public func stop() { kill(pid, SIGKILL) }
+
     /// Returns once the server accepts connections (true), or false after 5 s: a client that tried too early would
     /// sit out its reconnect backoff.
     @discardableResult
     func waitUntilListening() -> Bool {
         let deadline = Date() + 5
         while Date() < deadline {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            if connected == 0 { return true }
+            if Self.onLoopback(port: port, { fd, address, length in connect(fd, address, length) }) == 0 { return true }
             usleep(10_000)
         }
         return false
     }
-
-    public func stop() { kill(pid, SIGKILL) }
 
     /// A port nothing listens on now, below the ephemeral range (a port-0 pick can be taken by another socket
     /// before the server binds it).
     public static func freeLoopbackPort() -> Int {
         while true {
             let port = Int.random(in: 20_000..<32_000)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            if bound == 0 { return port }
+            if onLoopback(port: port, { fd, address, length in bind(fd, address, length) }) == 0 { return port }
+        }
+    }
+
+    /// Calls `body` (bind or connect) with a new TCP socket and 127.0.0.1:`port`, then closes the socket.
+    private static func onLoopback(
+        port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32
+    ) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
     }
 }

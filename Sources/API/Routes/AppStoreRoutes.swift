@@ -75,12 +75,6 @@ struct AppStoreRoutes {
                 productId: transaction.productId, environment: transaction.environment))
     }
 
-    struct Received: Encodable {
-        var received: Bool
-        var ignored: Bool
-        @Nullable var jobId: String?
-    }
-
     /// Apple POSTs `{"signedPayload": "<JWS>"}`; a verified notification with a transaction becomes a
     /// `subscription-sync` job (once per notification UUID) that stores the state it signs. Apple retries anything
     /// but a 2xx, so a forged or foreign payload gets a 4xx and a valid one a 200 at once.
@@ -98,7 +92,7 @@ struct AppStoreRoutes {
             throw Self.refusal(error, field: "signedPayload")
         }
         guard let transaction, let signedTransaction = notification.data?.signedTransactionInfo else {
-            return try Envelope.success(Received(received: true, ignored: true, jobId: nil))
+            return try Envelope.success(WebhookReceived(received: true, ignored: true, jobId: nil))
         }
         let payload: JSONValue = [
             "source": "appstore", "signedTransaction": .string(signedTransaction),
@@ -111,13 +105,7 @@ struct AppStoreRoutes {
             options: EnqueueOptions(
                 uniqueKey: "subscription-sync:appstore:\(notification.notificationUUID.prefix(64))", uniqueTTL: Self.notificationUniqueness,
                 owner: owner))
-        let jobID: JobID? =
-            switch result {
-            case .enqueued(let id): id
-            case .duplicate(let id): id
-            case .alreadyFired: nil
-            }
-        return try Envelope.success(Received(received: true, ignored: false, jobId: jobID?.rawValue))
+        return try Envelope.success(WebhookReceived(received: true, ignored: false, jobId: result.jobID?.rawValue))
     }
 
     private func configured() throws -> AppStoreConfiguration {

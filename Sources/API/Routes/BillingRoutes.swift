@@ -33,12 +33,6 @@ struct BillingRoutes {
         api.post("subscriptions/sync", sync)
     }
 
-    struct Received: Encodable {
-        var received: Bool
-        var ignored: Bool
-        @Nullable var jobId: String?
-    }
-
     struct Synced: Encodable {
         var userId: String
         var tier: String
@@ -57,7 +51,7 @@ struct BillingRoutes {
             case .string(let type)? = event["type"], (1...255).contains(eventID.count)
         else { throw APIError(.badRequest, "VALIDATION_ERROR", "the body is not a Stripe event") }
         guard Self.subscriptionEvents.contains(type) else {
-            return try Envelope.success(Received(received: true, ignored: true, jobId: nil))
+            return try Envelope.success(WebhookReceived(received: true, ignored: true, jobId: nil))
         }
         guard let object = event["data"]?["object"], case .string(let subscriptionID)? = object["id"],
             (1...255).contains(subscriptionID.count)
@@ -73,13 +67,7 @@ struct BillingRoutes {
         let result = try await queue.enqueue(
             SubscriptionSync.kind, payload: .object(payload),
             options: EnqueueOptions(uniqueKey: "subscription-sync:event:\(eventID)", uniqueTTL: Self.eventUniqueness, owner: owner))
-        let jobID: JobID? =
-            switch result {
-            case .enqueued(let id): id
-            case .duplicate(let id): id
-            case .alreadyFired: nil
-            }
-        return try Envelope.success(Received(received: true, ignored: false, jobId: jobID?.rawValue))
+        return try Envelope.success(WebhookReceived(received: true, ignored: false, jobId: result.jobID?.rawValue))
     }
 
     func sync(_ request: Request, _ context: APIContext) async throws -> Response {
