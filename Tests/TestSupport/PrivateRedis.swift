@@ -13,20 +13,29 @@ public struct PrivateRedis: Sendable {
 
     public var url: String { "redis://127.0.0.1:\(port)/0" }
 
-    /// Starts `redis-server` on `port` (a free one when nil) with `extraArguments` (`--maxmemory 4mb`, …).
+    /// Starts `redis-server` on `port` (a free one when nil) with `extraArguments` (`--maxmemory 4mb`, …), and
+    /// returns once it answers. A port taken between the pick and the bind (another test's server) would leave this
+    /// one dead and a client talking to the other: the process is checked, and a port of our pick is picked again.
     public static func start(port: Int? = nil, _ extraArguments: [String] = []) throws -> PrivateRedis {
-        let port = port ?? freeLoopbackPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        server.arguments = ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no"] + extraArguments
-        // No inherited stdio: a grandchild holding the test runner's pipe would keep `swift test` waiting.
-        server.standardInput = FileHandle.nullDevice
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        let redis = PrivateRedis(port: port, pid: server.processIdentifier)
-        redis.waitUntilListening()
-        return redis
+        for _ in 0..<5 {
+            let chosen = port ?? freeLoopbackPort()
+            let server = Process()
+            server.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+            server.arguments = ["--bind", "127.0.0.1", "--port", String(chosen), "--save", "", "--appendonly", "no"] + extraArguments
+            // No inherited stdio: a grandchild holding the test runner's pipe would keep `swift test` waiting.
+            server.standardInput = FileHandle.nullDevice
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            let redis = PrivateRedis(port: chosen, pid: server.processIdentifier)
+            if redis.waitUntilListening() {
+                usleep(50_000)
+                if server.isRunning { return redis }
+            }
+            redis.stop()
+            if port != nil { break }
+        }
+        throw ServerError("redis-server did not start on \(port.map(String.init) ?? "a free port")")
     }
 
     public func stop() { kill(pid, SIGKILL) }
