@@ -24,7 +24,15 @@ enum JobAnswer {
     ) async throws -> Response {
         let preferAsync = request.headers[values: .prefer].contains { $0.lowercased().contains("respond-async") }
         var status: String?
-        if !preferAsync, let record = try await waiter.wait(for: id, timeout: settings.syncWait) {
+        var waited: JobRecord?
+        do {
+            if !preferAsync { waited = try await waiter.wait(for: id, timeout: settings.syncWait) }
+        } catch  where APIError.isOutage(error) {
+            // The job was accepted before Redis went away: the client gets it (202), not a 503 that would make it ask
+            // again and enqueue a second job.
+            status = "queued"
+        }
+        if let record = waited {
             status = record.status.rawValue
             switch record.status {
             case .succeeded:
@@ -40,7 +48,7 @@ enum JobAnswer {
         var headers = HTTPFields()
         headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)"
         // The wait's last read says where the job stands; only an immediate 202 needs a read of its own.
-        if status == nil { status = try await waiter.currentStatus(id) }
+        if status == nil { status = (try? await waiter.currentStatus(id)) ?? nil }
         return try Envelope.success(Accepted(jobId: id.rawValue, status: status ?? "queued"), status: .accepted, headers: headers)
     }
 }
