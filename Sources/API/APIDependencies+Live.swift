@@ -32,6 +32,9 @@ extension APIDependencies {
         }
         dependencies.appStore = try AppStoreConfiguration.fromEnvironment(environment)
         dependencies.magicLink = MagicLinkSettings.fromEnvironment(environment)
+        if let seconds = environment["HTTP_IDLE_TIMEOUT_SECONDS"].flatMap(Double.init), seconds > 0, seconds <= 3600 {
+            dependencies.idleTimeout = .milliseconds(Int(seconds * 1000))
+        }
         if let zone = environment["SCAN_RESET_TIMEZONE"].flatMap(TimeZone.init(identifier:)) { dependencies.scanResetTimeZone = zone }
         return dependencies
     }

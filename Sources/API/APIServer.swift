@@ -26,6 +26,10 @@ public struct APIDependencies: Sendable {
     public var appStore: AppStoreConfiguration?
     /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
     public var syncWait: Duration = .seconds(8)
+    /// A connection that sends no complete request part (headers, a body chunk) for this long is closed
+    /// (`HTTP_IDLE_TIMEOUT_SECONDS`, default 30): idle keep-alives, bodies that never finish, and headers sent a byte
+    /// at a time (a part counts only once it is whole). A request being answered (a long-poll) is never cut.
+    public var idleTimeout: Duration = .seconds(30)
     /// The zone of scan-reset midnights (`SCAN_RESET_TIMEZONE`, default UTC), as the scheduler uses.
     public var scanResetTimeZone: TimeZone = .gmt
     public var logger: Logger
@@ -112,6 +116,7 @@ public enum APIServer {
     ) throws -> some ApplicationProtocol {
         Application(
             router: try router(dependencies).router,
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(dependencies.idleTimeout.milliseconds) * 1_000_000))),
             configuration: .init(address: .hostname(host, port: port), serverName: "carbscan"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: dependencies.logger)

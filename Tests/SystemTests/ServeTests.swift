@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import TestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -65,6 +66,84 @@ import Testing
             #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
             #expect(ContinuousClock.now - signalled < .seconds(1), "exit took \(ContinuousClock.now - signalled)")
             #expect(!server.output.contains(#""level":"error""#), "\(server.output)")
+        }
+    }
+
+    /// Abusive clients: a connection that sends its headers a few bytes at a time, one that stops in the middle of its
+    /// body and one left idle after a request are closed after HTTP_IDLE_TIMEOUT_SECONDS, while others are answered.
+    @Test func slowAndIdleConnectionsAreClosedAfterTheIdleTimeout() async throws {
+        try await withScratchDatabase { url in
+            let port = CarbScanBinary.freePort()
+            let server = try CarbScanBinary.start(
+                ["serve", "--port", String(port), "--migrate"],
+                environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40), "HTTP_IDLE_TIMEOUT_SECONDS": "1"])
+            defer { server.signal(SIGKILL) }
+            #expect(try await eventually(timeout: .seconds(30)) { RawConnection(port: port)?.request("GET /api/mobile/v1/health") != nil })
+            let trickling = try #require(RawConnection(port: port))
+            let stalled = try #require(RawConnection(port: port))
+            let idle = try #require(RawConnection(port: port))
+            stalled.send(
+                "POST /api/mobile/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"em")
+            #expect(idle.request("GET /api/mobile/v1/config")?.hasPrefix("HTTP/1.1 200") == true)
+            let started = ContinuousClock.now
+            // A few header bytes every 300 ms: each resets nothing, since no request part is ever whole.
+            for chunk in ["GET /api/mobile/v1/health HTTP/1.1\r\n", "Host: x\r\n", "X-A: 1\r\n", "X-B: 2\r\n", "X-C: 3\r\n"] {
+                trickling.send(chunk)
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            // Meanwhile another client is answered at once.
+            #expect(RawConnection(port: port)?.request("GET /api/mobile/v1/config")?.hasPrefix("HTTP/1.1 200") == true)
+            for connection in [trickling, stalled, idle] { #expect(connection.waitForClose(timeout: 3), "still open") }
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+}
+
+/// A plain TCP client, to play a misbehaving HTTP client.
+final class RawConnection: @unchecked Sendable {
+    // Used by one test task at a time; the descriptor is closed once, in deinit.
+    let fd: Int32
+
+    init?(port: Int) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if connected != 0 {
+            close(fd)
+            return nil
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ text: String) {
+        _ = text.utf8CString.withUnsafeBufferPointer { Glibc.send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Sends a whole request (keep-alive) and returns the first bytes of the answer.
+    func request(_ line: String) -> String? {
+        send("\(line) HTTP/1.1\r\nHost: x\r\n\r\n")
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    /// True once the server has closed the connection (a read returns end of file) within `timeout` seconds.
+    func waitForClose(timeout seconds: Int) -> Bool {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
+            if count < 0 { return false }
         }
     }
 }
