@@ -17,6 +17,8 @@ import Synchronization
 public final class JobWaiter: Service, Sendable {
     private struct State {
         var waiters: [String: [UUID: CheckedContinuation<Void, Never>]] = [:]
+        /// Shutting down: waits end with the job as it stands (a long-poll gets it, `analyze` and `chat` a 202).
+        var stopped = false
     }
 
     private let queue: JobQueue
@@ -41,7 +43,11 @@ public final class JobWaiter: Service, Sendable {
         while true {
             guard let record = try await queue.record(id) else { return nil }
             let now = clock.now
-            if record.status == .succeeded || record.status == .failed || now >= deadline || Task.isCancelled { return record }
+            if record.status == .succeeded || record.status == .failed || now >= deadline || Task.isCancelled
+                || state.withLock({ $0.stopped })
+            {
+                return record
+            }
             await pause(id.rawValue, for: min(deadline - now, .seconds(1)))
         }
     }
@@ -107,6 +113,7 @@ public final class JobWaiter: Service, Sendable {
 
     private func wakeEveryone() {
         let waiting = state.withLock { state in
+            state.stopped = true
             defer { state.waiters.removeAll() }
             return state.waiters.values.flatMap(\.values)
         }
@@ -119,7 +126,11 @@ public final class JobWaiter: Service, Sendable {
         let token = UUID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                state.withLock { $0.waiters[id, default: [:]][token] = continuation }
+                let stopped = state.withLock { state in
+                    if !state.stopped { state.waiters[id, default: [:]][token] = continuation }
+                    return state.stopped
+                }
+                if stopped { return continuation.resume() }
                 Task {
                     try? await Task.sleep(for: duration)
                     self.resume(id, token)

@@ -60,7 +60,9 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let group = ServiceGroup(
                 configuration: .init(
-                    services: [.init(service: dependencies.waiter), .init(service: app)], gracefulShutdownSignals: [.sigterm, .sigint],
+                    // Shut down in reverse: the waiter first, so pending long-polls are answered with their job at once,
+                    // then the server, which finishes the requests in flight (those answers among them).
+                    services: [.init(service: app), .init(service: dependencies.waiter)], gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger))
             try await group.run()
             database.shutdown()

@@ -69,6 +69,50 @@ import Testing
         }
     }
 
+    /// SIGTERM while a client long-polls a job that will not finish (no worker runs): it gets the job as it stands at
+    /// once, and the process exits, instead of holding the shutdown for the poll's 20 s.
+    @Test func sigtermAnswersPendingLongPollsAndExits() async throws {
+        try await withScratchDatabase { url in
+            let port = CarbScanBinary.freePort()
+            let server = try CarbScanBinary.start(
+                ["serve", "--port", String(port), "--migrate"],
+                environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40)])
+            defer { server.signal(SIGKILL) }
+            let base = "http://127.0.0.1:\(port)/api/mobile/v1/"
+            func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: Any]) {
+                var request = URLRequest(url: URL(string: base + path)!)
+                request.httpMethod = method
+                request.timeoutInterval = 30
+                if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+                if let json {
+                    request.httpBody = Data(json.utf8)
+                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                    request.setValue("respond-async", forHTTPHeaderField: "Prefer")
+                }
+                let (data, response) = try await URLSession.shared.data(for: request)
+                let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+                return ((response as? HTTPURLResponse)?.statusCode ?? 0, body["data"] as? [String: Any] ?? [:])
+            }
+            #expect(try await eventually(timeout: .seconds(30)) { (try? await call("GET", "health"))?.0 == 200 })
+            let (_, session) = try await call("POST", "auth/register", json: #"{"email":"poll@example.com","password":"correct horse"}"#)
+            let token = try #require(session["accessToken"] as? String)
+            let (accepted, job) = try await call("POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#)
+            #expect(accepted == 202)
+            let jobID = try #require(job["jobId"] as? String)
+            let poll = Task { () -> (Int, String?) in
+                let (status, data) = try await call("GET", "jobs/\(jobID)?wait=20", token: token)
+                return (status, data["status"] as? String)
+            }
+            try await Task.sleep(for: .milliseconds(700))
+            let signalled = ContinuousClock.now
+            server.signal(SIGTERM)
+            let (status, polled) = try await poll.value
+            #expect(status == 200 && polled == "queued", "\(status) \(polled ?? "-")")
+            #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
+            #expect(ContinuousClock.now - signalled < .seconds(2), "took \(ContinuousClock.now - signalled)")
+        }
+    }
+
     /// Abusive clients: a connection that sends its headers a few bytes at a time, one that stops in the middle of its
     /// body and one left idle after a request are closed after HTTP_IDLE_TIMEOUT_SECONDS, while others are answered.
     @Test func slowAndIdleConnectionsAreClosedAfterTheIdleTimeout() async throws {
