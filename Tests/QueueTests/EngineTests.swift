@@ -227,8 +227,9 @@ import Testing
         let record = try #require(try await env.queue.record(id))
         let started = try #require(record.startedAt).timeIntervalSince(record.enqueuedAt)
         #expect(started >= 1.5)
-        // Due jobs are promoted every 200 ms; a second of slack, tripled for a fully loaded test run on 2 cores.
-        #expect(started < 4.5, "picked up \(started - 1.5) s after it was due")
+        // Due jobs are promoted every 200 ms. The bound only catches a job left for a later sweep or a poll timeout: a
+        // loaded 2-core machine once took 3.6 s to start it (so a timing bound tighter than this flakes).
+        #expect(started < 10, "picked up \(started - 1.5) s after it was due")
     }
 
     // MARK: 5. Push-like pickup
