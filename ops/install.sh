@@ -24,6 +24,12 @@ if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
     python3 -m pip install -q aiosmtpd
 fi
 
+# The API contract fuzzer (ops/contract.sh), from PyPI.
+if ! python3 -c 'import schemathesis' 2>/dev/null; then
+    echo "install.sh: installing schemathesis (PyPI)"
+    python3 -m pip install -q 'schemathesis>=4.32,<5'
+fi
+
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
     PATH=/opt/swift/usr/bin:$PATH
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres.
+# Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres,
+# then (for a whole run, without arguments) fuzzes the API against its OpenAPI document (ops/contract.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,3 +17,6 @@ source .local/env.sh
 
 swift build --build-tests
 swift test --skip-build "$@"
+if (($# == 0)); then
+    bash ops/contract.sh
+fi

@@ -47,8 +47,11 @@ struct ImageUpload {
         }
         for (key, value) in metadata {
             guard let max = Self.metadataFields[key] else { throw APIError.validation("metadata.\(key)", "unknown field 'metadata.\(key)'") }
-            guard value.count <= max else {
+            guard value.unicodeScalars.count <= max else {
                 throw APIError.validation("metadata.\(key)", "field 'metadata.\(key)' must be at most \(max) characters")
+            }
+            if key == "captureTimestamp", Timestamp.parse(value) == nil {
+                throw APIError.validation("metadata.\(key)", "field 'metadata.\(key)' must be an ISO 8601 date-time")
             }
         }
         self.bytes = bytes
@@ -107,6 +110,9 @@ struct ImageUpload {
                 if pair.count == 2, pair[0] == "name" { return pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
             }
             return nil
+        }
+        if let unknown = parts.lazy.compactMap({ name($0) ?? "" }).first(where: { $0 != "image" && $0 != "metadata" }) {
+            throw APIError.validation(unknown, "unknown part '\(unknown)': the body takes 'image' and 'metadata'")
         }
         guard let image = parts.first(where: { name($0) == "image" }) else {
             throw APIError.validation("image", "the multipart body needs an 'image' file part")

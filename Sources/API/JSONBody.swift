@@ -43,6 +43,9 @@ enum JSONBody {
                     try JSONValueDecoder.parse { () throws(JSONParseError) in try JSONParser.parse(bytes) }
                 }
             }
+            if let field = firstNUL(in: value) {
+                throw APIError.validation(field, "field '\(field)' must not contain U+0000 (no text here can store it)")
+            }
             if let allowedKeys, case .object(let members) = value,
                 let unknown = members.keys.sorted().first(where: { !allowedKeys.contains($0) })
             {
@@ -54,8 +57,28 @@ enum JSONBody {
         }
     }
 
+    /// The path of the first string (or member name) holding U+0000, which Postgres text cannot store: refused
+    /// up front rather than failing the insert.
+    static func firstNUL(in value: JSONValue, at path: String = "") -> String? {
+        func join(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+        switch value {
+        case .string(let text): return text.utf8.contains(0) ? path : nil
+        case .array(let items):
+            for (index, item) in items.enumerated() {
+                if let found = firstNUL(in: item, at: "\(path)[\(index)]") { return found }
+            }
+        case .object(let members):
+            for (key, member) in members {
+                if key.utf8.contains(0) { return join(key.replacingOccurrences(of: "\0", with: "\\u0000")) }
+                if let found = firstNUL(in: member, at: join(key)) { return found }
+            }
+        default: break
+        }
+        return nil
+    }
+
     /// Dates are ISO 8601 date-times (`Timestamp.parse`); anything else is refused naming the field.
-    private static let decoder = JSONValueDecoder(dateParser: { Timestamp.parse($0) })
+    private static let decoder = JSONValueDecoder(dateParser: { Timestamp.parse($0) }, refusesUndeclaredNulls: true)
 
     static func refusal(_ error: DecodingError) -> APIError {
         func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {

@@ -1,6 +1,7 @@
 import Accounts
 import Foundation
 import Hummingbird
+import Queue
 import Store
 
 /// `auth/*`: Sign in with Apple, email and password, token refresh and revocation, the current user.
@@ -25,8 +26,10 @@ struct AuthRoutes {
         api.get("auth/me") { request, _ in try Envelope.success(UserDTO(try await authenticator.caller(request).user)) }
     }
 
-    struct AppleBody: Decodable {
-        struct Name: Decodable {
+    struct AppleBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["user", "deviceId"]
+        struct Name: Decodable, NullableMembers {
+            static let nullableMembers: Set = ["email", "firstName", "lastName"]
             var email: String?
             var firstName: String?
             var lastName: String?
@@ -58,7 +61,8 @@ struct AuthRoutes {
         }
     }
 
-    struct RegisterBody: Decodable {
+    struct RegisterBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["name", "firstName", "lastName", "deviceId"]
         var email: String
         var password: String
         var name: String?
@@ -86,11 +90,12 @@ struct AuthRoutes {
             throw APIError.validation(field, message)
         } catch AccountError.emailTaken {
             throw APIError(
-                .badRequest, "EMAIL_ALREADY_REGISTERED", "An account with this email already exists", details: ["field": "email"])
+                .conflict, "EMAIL_ALREADY_REGISTERED", "An account with this email already exists", details: ["field": "email"])
         }
     }
 
-    struct LoginBody: Decodable {
+    struct LoginBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["deviceId"]
         var email: String
         var password: String
         var deviceId: String?
@@ -132,7 +137,10 @@ struct AuthRoutes {
         }
     }
 
-    struct RevokeBody: Decodable { var refreshToken: String? }
+    struct RevokeBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["refreshToken"]
+        var refreshToken: String?
+    }
 
     /// Revokes the sign-in of the refresh token, else of the bearer access token. Always `{revoked: true}`:
     /// it does not tell whether a token existed.

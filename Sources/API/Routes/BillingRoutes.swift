@@ -48,7 +48,7 @@ struct BillingRoutes {
         let raw = Array(try await JSONBody.collect(request, limit: Self.maxEventBytes).readableBytesView)
         try StripeSignature(secret: secret).verify(header: request.headers[.stripeSignature], payload: raw, now: Date())
         guard let event = try? JSONValue(parsing: String(decoding: raw, as: UTF8.self)), case .string(let eventID)? = event["id"],
-            case .string(let type)? = event["type"], (1...255).contains(eventID.count)
+            case .string(let type)? = event["type"], (1...255).contains(eventID.unicodeScalars.count), Self.isShapedLikeAnEvent(event)
         else { throw APIError(.badRequest, "VALIDATION_ERROR", "the body is not a Stripe event") }
         guard Self.subscriptionEvents.contains(type) else {
             return try Envelope.success(WebhookReceived(received: true, ignored: true, jobId: nil))
@@ -68,6 +68,16 @@ struct BillingRoutes {
             SubscriptionSync.kind, payload: .object(payload),
             options: EnqueueOptions(uniqueKey: "subscription-sync:event:\(eventID)", uniqueTTL: Self.eventUniqueness, owner: owner))
         return try Envelope.success(WebhookReceived(received: true, ignored: false, jobId: result.jobID?.rawValue))
+    }
+
+    /// The members the document describes have its types where present: `created` a whole number ≥ 0, `data` and
+    /// `data.object` objects, `data.object.id` a string.
+    static func isShapedLikeAnEvent(_ event: JSONValue) -> Bool {
+        func has(_ value: JSONValue?, _ test: (JSONValue) -> Bool) -> Bool { value.map(test) ?? true }
+        func isObject(_ value: JSONValue) -> Bool { if case .object = value { true } else { false } }
+        return has(event["created"]) { if case .int(let seconds) = $0 { seconds >= 0 } else { false } }
+            && has(event["data"], isObject) && has(event["data"]?["object"], isObject)
+            && has(event["data"]?["object"]?["id"]) { if case .string = $0 { true } else { false } }
     }
 
     func sync(_ request: Request, _ context: APIContext) async throws -> Response {

@@ -57,7 +57,10 @@ enum Field {
             if required { throw APIError.validation(name, "field '\(name)' must not be empty") }
             return nil
         }
-        guard trimmed.count <= max else { throw APIError.validation(name, "field '\(name)' must be at most \(max) characters") }
+        // Characters as JSON Schema's maxLength counts them (code points), before trimming: the document's bound.
+        guard value.unicodeScalars.count <= max else {
+            throw APIError.validation(name, "field '\(name)' must be at most \(max) characters")
+        }
         return trimmed
     }
 

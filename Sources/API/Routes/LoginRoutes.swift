@@ -15,7 +15,8 @@ struct LoginRoutes {
         api.post("logins/signout") { request, context in try await report(request, context, event: "signout") }
     }
 
-    struct LoginBody: Decodable {
+    struct LoginBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["email", "display_name"]
         var provider: String
         var provider_uid: String
         var email: String?

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Queue
 import Postgres
 import Store
 
@@ -45,8 +46,10 @@ struct MealsRoutes {
         tier.historyDays.map { now.addingTimeInterval(-Double($0) * 86_400) }
     }
 
-    struct SyncBody: Decodable {
-        struct Local: Decodable {
+    struct SyncBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["lastSyncTimestamp", "localMeals"]
+        struct Local: Decodable, NullableMembers {
+            static let nullableMembers: Set = ["confidenceLevel"]
             var localId: String
             var name: String
             var carbEstimate: Double

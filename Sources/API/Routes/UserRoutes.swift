@@ -1,6 +1,7 @@
 import Accounts
 import Foundation
 import Hummingbird
+import Queue
 import Store
 
 /// `users/me` (seed 003): read, create-or-update, and erase the account.
@@ -14,7 +15,8 @@ struct UserRoutes {
         api.delete("users/me", delete)
     }
 
-    struct ProfileBody: Decodable {
+    struct ProfileBody: Decodable, NullableMembers {
+        static let nullableMembers: Set = ["firstName", "lastName", "profileImageUrl", "timeZone", "emailRemindersEnabled"]
         var firstName: String?
         var lastName: String?
         var profileImageUrl: String?
@@ -70,9 +72,12 @@ struct UserRoutes {
         return text
     }
 
+    /// An https URL; blank is refused too (the document's `^https://`), null leaves the image as it is.
     static func imageURL(_ text: String?) throws -> String? {
-        guard let text = try Field.text(text, "profileImageUrl", max: 2048) else { return nil }
-        guard let url = URL(string: text), url.scheme == "https", url.host?.isEmpty == false else {
+        guard let text else { return nil }
+        guard let text = try Field.text(text, "profileImageUrl", max: 2048), let url = URL(string: text), url.scheme == "https",
+            url.host?.isEmpty == false
+        else {
             throw APIError.validation("profileImageUrl", "field 'profileImageUrl' must be an https URL")
         }
         return text

@@ -9,9 +9,13 @@ import Foundation
 /// `Date`s are decoded by `dateParser` from strings when one is given, else as `Date`'s own `Decodable` does.
 public struct JSONValueDecoder: Sendable {
     public var dateParser: (@Sendable (String) -> Date?)?
+    /// When set, an optional member sent as `null` is `.valueNotFound` unless its type lists it in
+    /// ``NullableMembers`` (request bodies: a document that says `nullable` only where null means something).
+    public var refusesUndeclaredNulls: Bool
 
-    public init(dateParser: (@Sendable (String) -> Date?)? = nil) {
+    public init(dateParser: (@Sendable (String) -> Date?)? = nil, refusesUndeclaredNulls: Bool = false) {
         self.dateParser = dateParser
+        self.refusesUndeclaredNulls = refusesUndeclaredNulls
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
@@ -38,6 +42,12 @@ public struct JSONValueDecoder: Sendable {
     }
 }
 
+/// A type whose optional members may be sent as `null`: only these, when the decoder
+/// ``JSONValueDecoder/refusesUndeclaredNulls``.
+public protocol NullableMembers {
+    static var nullableMembers: Set<String> { get }
+}
+
 /// An array index in a coding path, as `JSONDecoder` names it.
 struct IndexKey: CodingKey {
     let intValue: Int?
@@ -55,12 +65,14 @@ private struct Node: Decoder, SingleValueDecodingContainer {
     let parentPath: [any CodingKey]
     let key: (any CodingKey)?
     let decoder: JSONValueDecoder
+    /// The members this object may send as `null`; nil: any.
+    var nullable: Set<String>? = nil
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     var codingPath: [any CodingKey] { key.map { parentPath + [$0] } ?? parentPath }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard case .object(let members) = value else { throw mismatch([String: Any].self) }
-        return KeyedDecodingContainer(Keyed<Key>(members: members, codingPath: codingPath, decoder: decoder))
+        return KeyedDecodingContainer(Keyed<Key>(members: members, codingPath: codingPath, decoder: decoder, nullable: nullable))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -87,6 +99,11 @@ private struct Node: Decoder, SingleValueDecodingContainer {
                 throw DecodingError.dataCorrupted(.init(codingPath: codingPath, debugDescription: "must be an ISO 8601 date-time"))
             }
             return date as! T
+        }
+        if decoder.refusesUndeclaredNulls {
+            var node = self
+            node.nullable = (T.self as? any NullableMembers.Type)?.nullableMembers ?? []
+            return try T(from: node)
         }
         return try T(from: self)
     }
@@ -157,6 +174,7 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let members: [String: JSONValue]
     let codingPath: [any CodingKey]
     let decoder: JSONValueDecoder
+    let nullable: Set<String>?
 
     var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
 
@@ -171,9 +189,15 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// One lookup for a member that may be missing or null (the default implementations make three).
-    func present(_ key: Key) -> Node? {
+    func present(_ key: Key) throws -> Node? {
         guard let value = members[key.stringValue] else { return nil }
-        if case .null = value { return nil }
+        if case .null = value {
+            if let nullable, !nullable.contains(key.stringValue) {
+                throw DecodingError.valueNotFound(
+                    Any.self, .init(codingPath: codingPath + [key], debugDescription: "null is not allowed for \(key.stringValue)"))
+            }
+            return nil
+        }
         return Node(value: value, parentPath: codingPath, key: key, decoder: decoder)
     }
 
