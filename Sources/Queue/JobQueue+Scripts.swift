@@ -306,7 +306,14 @@ enum Scripts {
                 if outcome == 'ok' then
                   succeeded = succeeded + 1
                   if ms > 0 then
+                    -- Kept for retention: what the job was, who ran it and how it ended. The delivery fields (the
+                    -- stream entry, attempt limit and lease, the last error and retry time) go.
                     redis.call('HSET', key, 'status', 'succeeded', 'fin', nowText, 'result', text)
+                    if f[2] == '1' then
+                      redis.call('HDEL', key, 'entry', 'max', 'vis')
+                    else
+                      redis.call('HDEL', key, 'entry', 'max', 'vis', 'err', 'runAt', 'waits', 'lost')
+                    end
                     redis.call('PEXPIRE', key, msText)
                   else
                     redis.call('DEL', key)

@@ -9,7 +9,7 @@ import Redis
 /// Sidekiq, so the two compare on one machine and one Redis.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmarks.", subcommands: [QueueBench.self, HelloServer.self])
+        commandName: "bench", abstract: "Benchmarks.", subcommands: [QueueBench.self, JobMemoryBench.self, HelloServer.self])
 }
 
 struct QueueBench: AsyncParsableCommand {

@@ -344,6 +344,22 @@ import Testing
         #expect(ttl > 3_500_000 && ttl <= 3_600_000)
     }
 
+    /// A record kept for retention holds what the job was, who ran it and how it ended; its delivery fields (stream
+    /// entry, attempt limit, lease, last error, retry time) go, a tenth of its memory (`carbscan bench job-memory`).
+    @Test func aKeptRecordDropsItsDeliveryFields() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker()
+        let first = try await env.enqueue(["result": "done"], options: EnqueueOptions(owner: "user-1"))
+        #expect(try await eventually { try await env.status(first) == .succeeded })
+        worker.stop()
+        try await task.value
+        let fields = try await env.redis.send(["HKEYS", env.queue.keys("default").job(first)]).array?.compactMap(\.string) ?? []
+        #expect(Set(fields) == ["kind", "payload", "enq", "owner", "status", "start", "worker", "attempts", "fin", "result"])
+        let record = try #require(try await env.queue.record(first))
+        #expect(record.status == .succeeded && record.owner == "user-1" && record.worker != nil)
+    }
+
     @Test func aZeroRetentionDropsTheRecordAtOnce() async throws {
         let env = try TestEnvironment(kinds: ["noop": "retention: { succeeded: 0s, failed: 1d }"])
         defer { Task { await env.cleanUp() } }
