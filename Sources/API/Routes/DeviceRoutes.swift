@@ -66,11 +66,13 @@ struct DeviceRoutes {
         ] {
             if let text = try Field.text(value, key, max: max) { payload[key] = .string(text) }
         }
-        let record = try await run(.object(payload), owner: owner, request)
-        if record.status == .succeeded, case .string(let deviceID)? = try record.result.map(JSONValue.init(parsing:))?["deviceId"] {
+        let (id, record) = try await run(.object(payload), owner: owner, request)
+        if let record, record.status == .succeeded,
+            case .string(let deviceID)? = try record.result.map(JSONValue.init(parsing:))?["deviceId"]
+        {
             return try Envelope.success(Registered(registered: true, deviceId: deviceID))
         }
-        return try pending(record, Pending(registered: false, jobId: record.id.rawValue, status: record.status.rawValue))
+        return try pending(id, Pending(registered: false, jobId: id.rawValue, status: record?.status.rawValue ?? "queued"))
     }
 
     func unregisterDevice(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -78,11 +80,11 @@ struct DeviceRoutes {
         let body = try await JSONBody.decode(UnregisterBody.self, from: request, allowedKeys: ["deviceToken"])
         // Either platform's format: the row is found by token alone.
         let token = try Field.text(body.deviceToken, "deviceToken", max: DevicePlatform.maxTokenLength, required: true)!
-        let record = try await run(["action": "unregister", "token": .string(token)], owner: owner, request)
-        if record.status == .succeeded {
+        let (id, record) = try await run(["action": "unregister", "token": .string(token)], owner: owner, request)
+        if record?.status == .succeeded {
             return try Envelope.success(Unregistered(unregistered: true))
         }
-        return try pending(record, Pending(unregistered: false, jobId: record.id.rawValue, status: record.status.rawValue))
+        return try pending(id, Pending(unregistered: false, jobId: id.rawValue, status: record?.status.rawValue ?? "queued"))
     }
 
     /// The caller's user id when a token is sent (a bad one is 401, never silently anonymous), else nil. A valid
@@ -95,20 +97,26 @@ struct DeviceRoutes {
         }
     }
 
-    /// Enqueues the job and waits for it (unless the client asked not to); the record as it stands then.
-    private func run(_ payload: JSONValue, owner: String?, _ request: Request) async throws -> JobRecord {
+    /// Enqueues the job and waits for it (unless the client asked not to): its id and its record as it stands then;
+    /// no record when Redis went away after the job was accepted (the client gets the job, 202, not a 503 that would
+    /// make it register again).
+    private func run(_ payload: JSONValue, owner: String?, _ request: Request) async throws -> (id: JobID, record: JobRecord?) {
         let result = try await queue.enqueue("push-registration", payload: payload, options: EnqueueOptions(owner: owner, indexed: true))
         guard let id = result.id else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration was not queued") }
         // RFC 7240: the client would rather have the job id now than wait.
         let respondAsync = request.headers[values: HTTPField.Name("Prefer")!].contains { $0.lowercased().contains("respond-async") }
-        let waited = respondAsync ? try await queue.record(id) : try await waiter.wait(for: id, timeout: wait)
-        guard let record = waited else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration job vanished") }
-        return record
+        do {
+            let waited = respondAsync ? try await queue.record(id) : try await waiter.wait(for: id, timeout: wait)
+            guard let record = waited else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration job vanished") }
+            return (id, record)
+        } catch where APIError.isOutage(error) {
+            return (id, nil)
+        }
     }
 
-    private func pending(_ record: JobRecord, _ body: Pending) throws -> Response {
+    private func pending(_ id: JobID, _ body: Pending) throws -> Response {
         var headers = HTTPFields()
-        headers[.location] = "\(RouteTable.basePath)/jobs/\(record.id.rawValue)"
+        headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)"
         return try Envelope.success(body, status: .accepted, headers: headers)
     }
 }
