@@ -32,6 +32,15 @@ import Testing
         }
     }
 
+    /// The document's token patterns have no room for white space: a padded token is refused, not trimmed.
+    @Test func aDeviceTokenIsTakenExactlyAsTheDocumentDescribesIt() async throws {
+        try await TestAPI.run { api, client in
+            let padded = try await client.call(
+                .post, "devices/register", json: ["deviceToken": " " + String(repeating: "ab", count: 32), "platform": "ios"])
+            Self.refused(padded, field: "deviceToken")
+        }
+    }
+
     @Test func aBlankImageURLIsNotAnHTTPSURL() async throws {
         try await TestAPI.run { api, client in
             let account = try await api.register(client)

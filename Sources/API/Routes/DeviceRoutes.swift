@@ -128,10 +128,10 @@ enum DevicePlatform: String {
     /// FCM registration tokens have no documented maximum; this bound keeps a row (and a job) small.
     static let maxTokenLength = 4096
 
-    /// The token, trimmed, if it has the platform's format: APNs device tokens are hex (32 bytes today, up to 100
-    /// bytes allowed by Apple), FCM registration tokens are URL-safe text with `:` (about 150 characters today).
-    static func checkedToken(_ raw: String, for platform: DevicePlatform) throws -> String {
-        let token = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+    /// The token if it has the platform's format, exactly (white space included, as the document's patterns say):
+    /// APNs device tokens are hex (32 bytes today, up to 100 bytes allowed by Apple), FCM registration tokens are
+    /// URL-safe text with `:` (about 150 characters today).
+    static func checkedToken(_ token: String, for platform: DevicePlatform) throws -> String {
         let valid: Bool
         let rule: String
         switch platform {
