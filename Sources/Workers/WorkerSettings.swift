@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import Queue
 
 /// Handlers' settings, from the environment. Missing provider settings are not start-up errors: the kinds that
 /// need them fail their jobs with a clear configuration error (dead at once), never a fabricated result.
@@ -62,32 +63,24 @@ public struct WorkerSettings: Sendable {
     /// The bound for `kind`'s answers (1,000 for a kind without its own).
     public func aiMaxTokens(forKind kind: String) -> Int { aiMaxTokens[kind] ?? 1000 }
 
-    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`, `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`,
-    /// `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`.
-    public static func fromEnvironment(_ environment: [String: String]) -> WorkerSettings {
-        func value(_ name: String) -> String? {
-            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
-        var tiers: [String: String] = [:]
-        for pair in (value("STRIPE_PRICE_TIERS") ?? "").split(separator: ",") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2 { tiers[parts[0]] = parts[1] }
-        }
+    /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`,
+    /// `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`, `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`,
+    /// `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`. A value that is set but wrong throws ``SettingError``.
+    public static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> WorkerSettings {
+        let settings = EnvironmentSettings(environment)
+        func url(_ name: String) -> String? { settings.text(name).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } }
         var maxTokens = defaultMaxTokens
-        for kind in maxTokens.keys {
-            if let text = value("AI_MAX_TOKENS_\(kind.uppercased())"), let bound = Int(text), bound > 0 { maxTokens[kind] = bound }
+        for (kind, fallback) in defaultMaxTokens {
+            maxTokens[kind] = try settings.integer("AI_MAX_TOKENS_\(kind.uppercased())", default: fallback, in: 1...1_000_000)
         }
+        let retentionDays = try settings.integer("PHOTO_RETENTION_DAYS", default: 30, in: 1...36_500)
         return WorkerSettings(
-            aiBaseURL: value("AI_BASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, aiAPIKey: value("AI_API_KEY"),
-            aiModel: value("AI_MODEL") ?? "gpt-4o-mini", aiMaxTokens: maxTokens,
-            loginWebhookURL: value("LOGIN_WEBHOOK_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
-            loginWebhookAPIKey: value("LOGIN_WEBHOOK_API_KEY"),
-            loginWebhookIDField: value("LOGIN_WEBHOOK_ID_FIELD").map { $0 == "none" ? nil : $0 } ?? "id",
-            stripeAPIBase: value("STRIPE_API_BASE") ?? "https://api.stripe.com",
-            stripeSecretKey: value("STRIPE_SECRET_KEY"), stripePriceTiers: tiers,
-            scanResetTimeZone: value("SCAN_RESET_TIMEZONE").flatMap(TimeZone.init(identifier:)) ?? .gmt,
-            photoRetention: .seconds(Int(value("PHOTO_RETENTION_DAYS") ?? "30").map { $0 * 86_400 } ?? 30 * 86_400),
-            mailFrom: value("MAIL_FROM"))
+            aiBaseURL: url("AI_BASE_URL"), aiAPIKey: settings.text("AI_API_KEY"), aiModel: settings.text("AI_MODEL") ?? "gpt-4o-mini",
+            aiMaxTokens: maxTokens, loginWebhookURL: url("LOGIN_WEBHOOK_URL"), loginWebhookAPIKey: settings.text("LOGIN_WEBHOOK_API_KEY"),
+            loginWebhookIDField: settings.text("LOGIN_WEBHOOK_ID_FIELD").map { $0 == "none" ? nil : $0 } ?? "id",
+            stripeAPIBase: settings.text("STRIPE_API_BASE") ?? "https://api.stripe.com",
+            stripeSecretKey: settings.text("STRIPE_SECRET_KEY"), stripePriceTiers: try settings.pairs("STRIPE_PRICE_TIERS"),
+            scanResetTimeZone: try settings.timeZone("SCAN_RESET_TIMEZONE", default: .gmt),
+            photoRetention: .seconds(retentionDays * 86_400), mailFrom: settings.text("MAIL_FROM"))
     }
 }

@@ -5,5 +5,8 @@ struct CarbScan: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "carbscan",
         abstract: "CarbScan backend: the mobile API, job workers, the cron scheduler and operator commands.",
-        subcommands: [ServeCommand.self, MigrateCommand.self, WorkCommand.self, ScheduleCommand.self, JobsCommand.self, BenchCommand.self])
+        subcommands: [
+            ServeCommand.self, MigrateCommand.self, WorkCommand.self, ScheduleCommand.self, JobsCommand.self, ConfigCommand.self,
+            BenchCommand.self,
+        ])
 }

@@ -70,6 +70,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as CLIError {
         FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
         throw ExitCode(error.exitCode)
+    } catch let error as SettingError {
+        FileHandle.standardError.write(Data("error: configuration: \(error)\n".utf8))
+        throw ExitCode(78)
     } catch let error as QueueError {
         FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
         throw ExitCode(error.code == .notFound ? 4 : 65)

@@ -21,8 +21,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on (env CARBSCAN_HOST).")
     var host: String = ProcessInfo.processInfo.environment["CARBSCAN_HOST"] ?? "127.0.0.1"
 
-    @Option(help: "Port to listen on (env CARBSCAN_PORT).")
-    var port: Int = Int(ProcessInfo.processInfo.environment["CARBSCAN_PORT"] ?? "") ?? 8080
+    @Option(help: "Port to listen on (env CARBSCAN_PORT; default 8080).")
+    var port: Int?
 
     @Flag(help: "Apply pending database migrations before serving.")
     var migrate = false
@@ -35,6 +35,7 @@ struct ServeCommand: AsyncParsableCommand {
         try await reportingErrors {
             let logger = Logger(label: "carbscan.api")
             let environment = ProcessInfo.processInfo.environment
+            let port = try port ?? SettingChecks.port(environment) ?? 8080
             let authConfiguration: AuthConfiguration
             do {
                 authConfiguration = try AuthConfiguration.fromEnvironment(environment)
@@ -54,6 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
             } catch let error as AppStoreError {
                 throw CLIError("\(error)", exitCode: 78)
             }
+            try SettingChecks.scanResetZone(dependencies.scanResetTimeZone, catalog: queue.catalog)
             if let warning = try? await queue.evictionWarning() { logger.warning("\(warning)") }
             let app = try APIServer.application(dependencies, host: host, port: port) { port in
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])

@@ -42,7 +42,8 @@ struct WorkCommand: AsyncParsableCommand {
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let weights = try parseQueues(queues, catalog: queue.catalog)
-            var settings = WorkerSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+            var settings = try WorkerSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+            try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
             do {
                 settings.appStore = try AppStoreConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
             } catch {
@@ -107,6 +108,8 @@ struct ScheduleCommand: AsyncParsableCommand {
         try await reportingErrors {
             let logger = Logger(label: "carbscan.scheduler")
             let queue = try global.jobQueue(logger: logger)
+            let zone = try EnvironmentSettings(ProcessInfo.processInfo.environment).timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
+            try SettingChecks.scanResetZone(zone, catalog: queue.catalog)
             let scheduler = CronScheduler(queue: queue, logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [.init(service: scheduler)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -89,14 +89,18 @@ public struct MagicLinkSettings: Sendable {
         self.maxPerIP = maxPerIP
     }
 
-    /// Nil when `SMTP_URL` is unset.
-    public static func fromEnvironment(_ environment: [String: String]) -> MagicLinkSettings? {
-        guard let smtp = environment["SMTP_URL"], !smtp.isEmpty else { return nil }
-        var settings = MagicLinkSettings()
-        if let template = environment["MAGIC_LINK_URL"], template.contains("{token}") { settings.linkTemplate = template }
-        if let value = environment["MAGIC_LINK_MAX_PER_EMAIL"].flatMap(Int.init), value > 0 { settings.maxPerEmail = value }
-        if let value = environment["MAGIC_LINK_MAX_PER_IP"].flatMap(Int.init), value > 0 { settings.maxPerIP = value }
-        return settings
+    /// Nil when `SMTP_URL` is unset. A template without `{token}` or a limit that is not a positive number is refused.
+    public static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> MagicLinkSettings? {
+        let settings = EnvironmentSettings(environment)
+        guard settings.text("SMTP_URL") != nil else { return nil }
+        var magicLink = MagicLinkSettings()
+        if let template = settings.text("MAGIC_LINK_URL") {
+            guard template.contains("{token}") else { throw SettingError("MAGIC_LINK_URL", "must contain {token}, not '\(template)'") }
+            magicLink.linkTemplate = template
+        }
+        magicLink.maxPerEmail = try settings.integer("MAGIC_LINK_MAX_PER_EMAIL", default: magicLink.maxPerEmail, in: 1...1_000_000_000)
+        magicLink.maxPerIP = try settings.integer("MAGIC_LINK_MAX_PER_IP", default: magicLink.maxPerIP, in: 1...1_000_000_000)
+        return magicLink
     }
 
     func throttle(redis: RedisClient, prefix: String) -> RequestThrottle {

@@ -51,7 +51,11 @@ enum CarbScanBinary {
     /// Runs `carbscan ARGS` to completion. Output goes through files, not pipes: a pipe's write end inherited by
     /// a long-lived worker another test spawned at the same moment would keep a reader waiting for ever, and
     /// waiting is done by polling so no cooperative thread blocks.
-    static func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+    /// A run still going after `timeout` is killed (status 137), so a command that should have stopped fails its test
+    /// instead of hanging it.
+    static func run(
+        _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(120)
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
@@ -75,7 +79,15 @@ enum CarbScanBinary {
         try process.run()
         try? out.close()
         try? err.close()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                kill(process.processIdentifier, SIGKILL)
+                while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+                return (137, "", "killed after \(timeout): still running")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         return (
             process.terminationStatus, (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
             (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""

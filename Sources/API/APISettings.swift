@@ -1,0 +1,38 @@
+import Foundation
+import Queue
+
+/// The API's own settings, read from the environment once (provider settings have their readers:
+/// `AuthConfiguration`, `AppStoreConfiguration`, `MagicLinkSettings`). A value that is set but wrong throws
+/// ``SettingError`` naming it.
+public struct APISettings: Sendable {
+    /// `LOGIN_MAX_FAILURES`: failed logins per account per 15 minutes.
+    public var maxLoginFailures = 10
+    /// `LOGIN_MAX_ATTEMPTS_PER_IP`: login attempts per client address per minute.
+    public var maxLoginAttemptsPerIP = 60
+    /// `SYNC_WAIT_SECONDS` (0–30).
+    public var syncWait: Duration = .seconds(8)
+    /// `HTTP_IDLE_TIMEOUT_SECONDS` (over 0, at most 3600).
+    public var idleTimeout: Duration = .seconds(30)
+    /// `SCAN_RESET_TIMEZONE`.
+    public var scanResetTimeZone: TimeZone = .gmt
+    /// `LOGIN_WEBHOOK_URL` is set.
+    public var loginWebhookConfigured = false
+    /// `STRIPE_WEBHOOK_SECRET`.
+    public var stripeWebhookSecret: String?
+
+    public init() {}
+
+    public static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> APISettings {
+        let settings = EnvironmentSettings(environment)
+        var api = APISettings()
+        api.maxLoginFailures = try settings.integer("LOGIN_MAX_FAILURES", default: api.maxLoginFailures, in: 1...1_000_000_000)
+        api.maxLoginAttemptsPerIP = try settings.integer(
+            "LOGIN_MAX_ATTEMPTS_PER_IP", default: api.maxLoginAttemptsPerIP, in: 1...1_000_000_000)
+        api.syncWait = try settings.seconds("SYNC_WAIT_SECONDS", default: api.syncWait, in: 0...30)
+        api.idleTimeout = try settings.seconds("HTTP_IDLE_TIMEOUT_SECONDS", default: api.idleTimeout, in: 0.001...3600)
+        api.scanResetTimeZone = try settings.timeZone("SCAN_RESET_TIMEZONE", default: api.scanResetTimeZone)
+        api.loginWebhookConfigured = settings.text("LOGIN_WEBHOOK_URL") != nil
+        api.stripeWebhookSecret = settings.text("STRIPE_WEBHOOK_SECRET")
+        return api
+    }
+}

@@ -1,0 +1,104 @@
+import API
+import Accounts
+import AppStore
+import ArgumentParser
+import Foundation
+import Queue
+import Workers
+
+/// `carbscan config check`: every setting as the processes would read it, secrets masked, and every refusal.
+struct ConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Configuration.", subcommands: [Check.self])
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the effective settings (secrets masked); exit 78 naming what is set but wrong.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let environment = ProcessInfo.processInfo.environment
+            var lines: [(String, String)] = []
+            var problems: [String] = []
+            func read<T>(_ what: String, _ body: () throws -> T) -> T? {
+                do { return try body() } catch { problems.append("\(error)") }
+                return nil
+            }
+
+            lines += [
+                ("REDIS_URL", Self.masked(global.redisURL)), ("DATABASE_URL", Self.masked(global.databaseURL)),
+                ("CARBSCAN_PREFIX", global.prefix), ("CARBSCAN_JOBS_DIR", global.jobsDir),
+            ]
+            let catalog = read("jobs") { try JobCatalog.load(directory: global.jobsDir) }
+            if let catalog { lines.append(("job kinds", catalog.kinds.keys.sorted().joined(separator: ", "))) }
+            if let port = read("port", { try SettingChecks.port(environment) }) { lines.append(("CARBSCAN_PORT", "\(port ?? 8080)")) }
+
+            if let auth = read("auth", { try AuthConfiguration.fromEnvironment(environment) }) {
+                lines += [
+                    ("JWT_SECRET", auth.usesEphemeralSecret ? "(unset: random per process)" : "set (\(auth.jwtSecret.count) bytes)"),
+                    ("ACCESS_TOKEN_TTL", Self.seconds(auth.accessTokenLifetime)), ("REFRESH_TOKEN_TTL", Self.seconds(auth.refreshTokenLifetime)),
+                    ("APPLE_CLIENT_ID", auth.apple == nil ? "(unset: auth/apple answers 503)" : "set"),
+                    ("OIDC_ISSUERS", "\(auth.extraIssuers.count) issuer(s)"), ("BCRYPT_COST", "\(auth.bcryptCost)"),
+                    ("SESSION_CACHE_SECONDS", Self.seconds(auth.sessionCacheTTL)),
+                ]
+            }
+            if let api = read("api", { try APISettings.fromEnvironment(environment) }) {
+                lines += [
+                    ("LOGIN_MAX_FAILURES", "\(api.maxLoginFailures)"), ("LOGIN_MAX_ATTEMPTS_PER_IP", "\(api.maxLoginAttemptsPerIP)"),
+                    ("SYNC_WAIT_SECONDS", Self.seconds(api.syncWait)), ("HTTP_IDLE_TIMEOUT_SECONDS", Self.seconds(api.idleTimeout)),
+                    ("SCAN_RESET_TIMEZONE", api.scanResetTimeZone.identifier),
+                    ("STRIPE_WEBHOOK_SECRET", api.stripeWebhookSecret == nil ? "(unset: webhooks/stripe answers 503)" : "set"),
+                ]
+                if let catalog { _ = read("scan-reset") { try SettingChecks.scanResetZone(api.scanResetTimeZone, catalog: catalog) } }
+            }
+            if let magicLink = read("magic link", { try MagicLinkSettings.fromEnvironment(environment) }) {
+                lines.append(("SMTP_URL", magicLink == nil ? "(unset: magic links answer 503)" : Self.masked(environment["SMTP_URL"] ?? "")))
+                if let magicLink {
+                    lines += [
+                        ("MAGIC_LINK_URL", magicLink.linkTemplate), ("MAGIC_LINK_MAX_PER_EMAIL", "\(magicLink.maxPerEmail)"),
+                        ("MAGIC_LINK_MAX_PER_IP", "\(magicLink.maxPerIP)"),
+                    ]
+                }
+            }
+            if let appStore = read("app store", { try AppStoreConfiguration.fromEnvironment(environment) }) {
+                lines.append(("APPSTORE_BUNDLE_ID", appStore == nil ? "(unset: App Store routes answer 503)" : "set"))
+            }
+            if let workers = read("workers", { try WorkerSettings.fromEnvironment(environment) }) {
+                lines += [
+                    ("AI_BASE_URL", workers.aiBaseURL ?? "(unset: analysis and chat jobs die as misconfigured)"),
+                    ("AI_API_KEY", workers.aiAPIKey == nil ? "(unset)" : "set"), ("AI_MODEL", workers.aiModel),
+                    ("AI_MAX_TOKENS_ANALYSIS", "\(workers.aiMaxTokens(forKind: "analysis"))"),
+                    ("AI_MAX_TOKENS_CHAT", "\(workers.aiMaxTokens(forKind: "chat"))"),
+                    ("LOGIN_WEBHOOK_URL", workers.loginWebhookURL ?? "(unset: no login events sent)"),
+                    ("LOGIN_WEBHOOK_API_KEY", workers.loginWebhookAPIKey == nil ? "(unset)" : "set"),
+                    ("LOGIN_WEBHOOK_ID_FIELD", workers.loginWebhookIDField ?? "none"), ("STRIPE_API_BASE", workers.stripeAPIBase),
+                    ("STRIPE_SECRET_KEY", workers.stripeSecretKey == nil ? "(unset)" : "set"),
+                    ("STRIPE_PRICE_TIERS", workers.stripePriceTiers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")),
+                    ("PHOTO_RETENTION_DAYS", "\(Int(workers.photoRetention.components.seconds / 86_400))"), ("MAIL_FROM", workers.mailFrom),
+                ]
+            }
+
+            let width = lines.map(\.0.count).max() ?? 0
+            var out = ""
+            for (name, value) in lines { out += name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value + "\n" }
+            FileHandle.standardOutput.write(Data(out.utf8))
+            guard problems.isEmpty else {
+                FileHandle.standardError.write(Data(problems.map { "error: configuration: \($0)\n" }.joined().utf8))
+                throw ExitCode(78)
+            }
+        }
+
+        static func seconds(_ duration: Duration) -> String {
+            let (whole, fraction) = duration.components
+            let value = Double(whole) + Double(fraction) / 1e18
+            return value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+        }
+
+        /// A URL with its password replaced by `***`.
+        static func masked(_ url: String) -> String {
+            guard var components = URLComponents(string: url), components.password != nil else { return url }
+            components.password = "***"
+            return components.string ?? "(unreadable URL)"
+        }
+    }
+}

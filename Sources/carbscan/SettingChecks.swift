@@ -1,0 +1,23 @@
+import Foundation
+import Queue
+
+/// Checks between settings and the job files that nothing else would notice.
+enum SettingChecks {
+    /// `SCAN_RESET_TIMEZONE` decides which day or month a scan-reset fire belongs to; the schedules in
+    /// jobs/scan-reset.yml decide when it fires. In two zones, fires land mid-period.
+    static func scanResetZone(_ zone: TimeZone, catalog: JobCatalog) throws(SettingError) {
+        guard let kind = catalog["scan-reset"] else { return }
+        for schedule in kind.schedules where schedule.timeZone.identifier != zone.identifier {
+            throw SettingError(
+                "SCAN_RESET_TIMEZONE",
+                "is \(zone.identifier), but the schedule '\(schedule.name)' of scan-reset.yml fires in \(schedule.timeZone.identifier): set both to one zone")
+        }
+    }
+
+    /// `CARBSCAN_PORT` when set: a TCP port.
+    static func port(_ environment: [String: String]) throws(SettingError) -> Int? {
+        let settings = EnvironmentSettings(environment)
+        guard settings.text("CARBSCAN_PORT") != nil else { return nil }
+        return try settings.integer("CARBSCAN_PORT", default: 8080, in: 0...65535)
+    }
+}
