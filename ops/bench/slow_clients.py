@@ -24,6 +24,13 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else None
 
 
+async def read_response(reader):
+    """One response with a Content-Length body (the API sends no other kind)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    await reader.readexactly(length)
+
+
 async def good_client(host, port, seconds):
     """Latencies (ms) of requests one after another on one keep-alive connection, reconnecting after an error."""
     latencies, errors = [], 0
@@ -36,9 +43,7 @@ async def good_client(host, port, seconds):
             started = time.monotonic()
             writer.write(f"GET {PATH} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
             await writer.drain()
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
-            await asyncio.wait_for(reader.readexactly(length), 5)
+            await asyncio.wait_for(read_response(reader), 5)
             latencies.append((time.monotonic() - started) * 1000)
         except Exception:
             errors += 1
@@ -76,9 +81,7 @@ class Abuser:
             if self.kind == "idle":
                 writer.write(f"GET {PATH} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
                 await writer.drain()
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
-                await reader.readexactly(length)
+                await read_response(reader)
                 last_sent = time.monotonic()
                 await self.wait_for_close(reader, stop, last_sent)
             elif self.kind == "stalled-body":
@@ -94,29 +97,27 @@ class Abuser:
                     writer.write(bytes([byte]))
                     await writer.drain()
                     last_sent = opened
-                    try:
-                        data = await asyncio.wait_for(reader.read(1), 1.0)
-                        if data == b"":
-                            self.closed_after = time.monotonic() - opened
-                            return
-                    except asyncio.TimeoutError:
-                        pass
-                    if stop.is_set():
+                    if await self.closed(reader, 1.0, since=opened) or stop.is_set():
                         return
         except (ConnectionError, asyncio.IncompleteReadError):
             self.closed_after = time.monotonic() - last_sent
         finally:
             writer.close()
 
+    async def closed(self, reader, timeout, since):
+        """Whether the server closed the connection within `timeout` (then `closed_after` counts from `since`)."""
+        try:
+            if await asyncio.wait_for(reader.read(1), timeout) == b"":
+                self.closed_after = time.monotonic() - since
+                return True
+        except asyncio.TimeoutError:
+            pass
+        return False
+
     async def wait_for_close(self, reader, stop, last_sent):
         while not stop.is_set():
-            try:
-                data = await asyncio.wait_for(reader.read(1), 0.5)
-                if data == b"":
-                    self.closed_after = time.monotonic() - last_sent
-                    return
-            except asyncio.TimeoutError:
-                pass
+            if await self.closed(reader, 0.5, since=last_sent):
+                return
 
 
 async def main():
