@@ -35,7 +35,8 @@ enum Envelope {
     static func failure(_ error: APIError) -> Response {
         let payload = Failure(error: .init(code: error.code, message: error.message, details: error.details), meta: Meta(timestamp: Date()))
         // Encoding strings and JSON values cannot fail; a fixed body keeps even that impossible case an envelope.
-        let body = (try? StreamingJSONEncoder().encode(payload))
+        let body =
+            (try? StreamingJSONEncoder().encode(payload))
             ?? Array(#"{"success":false,"error":{"code":"SERVER_ERROR","message":"Internal server error"}}"#.utf8)
         return response(status: error.status, body: body, headers: error.headers)
     }

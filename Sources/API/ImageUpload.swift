@@ -46,7 +46,9 @@ struct ImageUpload {
                 details: ["field": .string(field)])
         }
         for (key, value) in metadata {
-            guard let max = Self.metadataFields[key] else { throw APIError.validation("metadata.\(key)", "unknown field 'metadata.\(key)'") }
+            guard let max = Self.metadataFields[key] else {
+                throw APIError.validation("metadata.\(key)", "unknown field 'metadata.\(key)'")
+            }
             guard value.unicodeScalars.count <= max else {
                 throw APIError.validation("metadata.\(key)", "field 'metadata.\(key)' must be at most \(max) characters")
             }
@@ -81,9 +83,10 @@ struct ImageUpload {
     }
 
     private static func multipart(_ request: Request, contentType: String) async throws -> ImageUpload {
-        guard let boundary = contentType.split(separator: ";").lazy.map({ $0.trimmingCharacters(in: .whitespaces) })
-            .first(where: { $0.lowercased().hasPrefix("boundary=") })
-            .map({ String($0.dropFirst("boundary=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }),
+        guard
+            let boundary = contentType.split(separator: ";").lazy.map({ $0.trimmingCharacters(in: .whitespaces) })
+                .first(where: { $0.lowercased().hasPrefix("boundary=") })
+                .map({ String($0.dropFirst("boundary=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }),
             !boundary.isEmpty
         else { throw APIError(.badRequest, "VALIDATION_ERROR", "multipart/form-data needs a boundary") }
         let buffer = try await JSONBody.collect(request, limit: maxImageBytes + 64 * 1024)

@@ -63,7 +63,8 @@ public struct LoginThrottle: Sendable {
         let seconds = max(1, (retryAfterMs + 999) / 1000)
         var headers = HTTPFields()
         headers[.retryAfter] = String(seconds)
-        return APIError(.tooManyRequests, "RATE_LIMITED", message + "; try again later", details: ["retryAfter": .int(seconds)], headers: headers)
+        return APIError(
+            .tooManyRequests, "RATE_LIMITED", message + "; try again later", details: ["retryAfter": .int(seconds)], headers: headers)
     }
 }
 

@@ -15,7 +15,6 @@ final class RouteTable {
         group = router.group(RouterPath(Self.basePath))
     }
 
-
     func get(_ path: String, _ handler: @escaping Handler) { add(.get, path, handler) }
     func post(_ path: String, _ handler: @escaping Handler) { add(.post, path, handler) }
     func delete(_ path: String, _ handler: @escaping Handler) { add(.delete, path, handler) }
@@ -26,4 +25,3 @@ final class RouteTable {
         routes.append((method.rawValue, Self.basePath + "/" + documented))
     }
 }
-

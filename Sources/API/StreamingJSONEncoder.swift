@@ -147,7 +147,9 @@ final class JSONOutput {
                 case 0x09: bytes.append(UInt8(ascii: "t"))
                 default:
                     let hex = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                    bytes.append(contentsOf: [
+                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                    ])
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
@@ -246,23 +248,55 @@ private struct KeyedSlotContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
         begin(key)
         try output.writeFloatingPoint(value, at: JSONSlot.path(slot, key))
     }
-    mutating func encode(_ value: Int, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { begin(key); output.writeInteger(value) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { begin(key); output.writeInteger(value) }
+    mutating func encode(_ value: Int, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int8, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int16, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int32, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int64, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws {
+        begin(key)
+        output.writeInteger(value)
+    }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         begin(key)
         try output.write(value, parent: slot, key: key)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         SlotEncoder(output: output, slot: openChild(key)).container(keyedBy: keyType)
     }
 
@@ -309,9 +343,18 @@ private struct UnkeyedSlotContainer: UnkeyedEncodingContainer {
 
     private func begin() { output.beginElement(in: slot) }
 
-    mutating func encodeNil() throws { begin(); output.writeNull() }
-    mutating func encode(_ value: Bool) throws { begin(); output.writeBool(value) }
-    mutating func encode(_ value: String) throws { begin(); output.writeString(value) }
+    mutating func encodeNil() throws {
+        begin()
+        output.writeNull()
+    }
+    mutating func encode(_ value: Bool) throws {
+        begin()
+        output.writeBool(value)
+    }
+    mutating func encode(_ value: String) throws {
+        begin()
+        output.writeString(value)
+    }
     mutating func encode(_ value: Double) throws {
         begin()
         try output.writeDouble(value, at: JSONSlot.path(slot, IndexKey(count - 1)))
@@ -320,16 +363,46 @@ private struct UnkeyedSlotContainer: UnkeyedEncodingContainer {
         begin()
         try output.writeFloatingPoint(value, at: JSONSlot.path(slot, IndexKey(count - 1)))
     }
-    mutating func encode(_ value: Int) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int8) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int16) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int32) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int64) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt8) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt16) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt32) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt64) throws { begin(); output.writeInteger(value) }
+    mutating func encode(_ value: Int) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int8) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int16) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int32) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int64) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt8) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt16) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt32) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt64) throws {
+        begin()
+        output.writeInteger(value)
+    }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         begin()
@@ -366,21 +439,66 @@ private struct SingleSlotContainer: SingleValueEncodingContainer {
         slot.kind = .single
     }
 
-    mutating func encodeNil() throws { begin(); output.writeNull() }
-    mutating func encode(_ value: Bool) throws { begin(); output.writeBool(value) }
-    mutating func encode(_ value: String) throws { begin(); output.writeString(value) }
-    mutating func encode(_ value: Double) throws { begin(); try output.writeDouble(value, at: slot.codingPath) }
-    mutating func encode(_ value: Float) throws { begin(); try output.writeFloatingPoint(value, at: slot.codingPath) }
-    mutating func encode(_ value: Int) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int8) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int16) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int32) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: Int64) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt8) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt16) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt32) throws { begin(); output.writeInteger(value) }
-    mutating func encode(_ value: UInt64) throws { begin(); output.writeInteger(value) }
+    mutating func encodeNil() throws {
+        begin()
+        output.writeNull()
+    }
+    mutating func encode(_ value: Bool) throws {
+        begin()
+        output.writeBool(value)
+    }
+    mutating func encode(_ value: String) throws {
+        begin()
+        output.writeString(value)
+    }
+    mutating func encode(_ value: Double) throws {
+        begin()
+        try output.writeDouble(value, at: slot.codingPath)
+    }
+    mutating func encode(_ value: Float) throws {
+        begin()
+        try output.writeFloatingPoint(value, at: slot.codingPath)
+    }
+    mutating func encode(_ value: Int) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int8) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int16) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int32) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: Int64) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt8) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt16) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt32) throws {
+        begin()
+        output.writeInteger(value)
+    }
+    mutating func encode(_ value: UInt64) throws {
+        begin()
+        output.writeInteger(value)
+    }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         // The single value stands in this slot's place: same parent, same key.

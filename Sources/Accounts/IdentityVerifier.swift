@@ -34,6 +34,7 @@ struct IdentityClaims: JWTPayload {
     var aud: AudienceClaim?
     var exp: ExpirationClaim
     var email: String?
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     var email_verified: BoolClaim?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A job's id: a random (version 4) UUID, so ids are unguessable and fit a Postgres `uuid` column

@@ -130,7 +130,9 @@ public struct Meals: Sendable {
     /// horizon; it needs to see other sessions' `pg_stat_activity`, as the one database role does). And a full
     /// page ends on a whole millisecond (the precision clients see): every meal before it is in the page, so
     /// following the timestamps neither loops nor skips. Meals at the boundary may come twice; clients key by id.
-    public func changes(userID: String, since: Date?, windowStart: Date?, limit: Int) async throws -> (meals: [Meal], hasMore: Bool, next: Date) {
+    public func changes(userID: String, since: Date?, windowStart: Date?, limit: Int) async throws -> (
+        meals: [Meal], hasMore: Bool, next: Date
+    ) {
         // Transactions holding a write lock on this meals table may still commit changes stamped before now.
         let horizonRows = try await db.query(
             """
@@ -208,7 +210,9 @@ public struct AnalyzedMeal: Sendable, Equatable {
     public var confidenceLevel: Double
     public var analysis: String
 
-    public init(name: String, carbEstimate: Double, confidenceLow: Double, confidenceHigh: Double, confidenceLevel: Double, analysis: String) {
+    public init(
+        name: String, carbEstimate: Double, confidenceLow: Double, confidenceHigh: Double, confidenceLevel: Double, analysis: String
+    ) {
         self.name = name
         self.carbEstimate = carbEstimate
         self.confidenceLow = confidenceLow
@@ -228,7 +232,10 @@ extension Meals {
             VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
             ON CONFLICT (job_id) DO NOTHING RETURNING id
             """,
-            [userID, jobID, photoID, meal.name, meal.carbEstimate, meal.confidenceLow, meal.confidenceHigh, meal.confidenceLevel, meal.analysis])
+            [
+                userID, jobID, photoID, meal.name, meal.carbEstimate, meal.confidenceLow, meal.confidenceHigh, meal.confidenceLevel,
+                meal.analysis,
+            ])
         if let row = inserted.first { return try row.decode("id") }
         let existing = try await db.query("SELECT id FROM meals WHERE job_id = $1::uuid", [jobID])
         guard let row = existing.first else { throw StoreError("meal of job \(jobID) was neither inserted nor found") }

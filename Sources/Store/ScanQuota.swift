@@ -27,8 +27,10 @@ public struct ScanQuota: Sendable {
             """,
             [userID, now] + Self.nextResets(after: now, in: timeZone))
         guard let row = rows.first else { throw StoreError("no user \(userID)") }
-        return (try row.decode("remaining_scans"), try row.decode("scan_reset_date"),
-                Tier(rawValue: try row.decode("subscription_tier", as: String.self)) ?? .free)
+        return (
+            try row.decode("remaining_scans"), try row.decode("scan_reset_date"),
+            Tier(rawValue: try row.decode("subscription_tier", as: String.self)) ?? .free
+        )
     }
 
     /// Takes one scan, atomically: false when none is left. A due reset happens in the same statement, so the
@@ -57,7 +59,8 @@ public struct ScanQuota: Sendable {
 
     /// The next reset by the tier's period: `$3` (daily) or `$4` (monthly), as `nextResets` binds them.
     static var nextResetSQL: String {
-        "CASE WHEN subscription_tier IN (" + Tier.allCases.filter { $0.scanResetPeriod == .daily }.map { "'\($0.rawValue)'" }
+        "CASE WHEN subscription_tier IN ("
+            + Tier.allCases.filter { $0.scanResetPeriod == .daily }.map { "'\($0.rawValue)'" }
             .joined(separator: ", ") + ") THEN $3::timestamptz ELSE $4::timestamptz END"
     }
 

@@ -72,9 +72,11 @@ public struct MealPhotos: Sendable {
     }
 
     public func find(id: Int64, userID: String) async throws -> (contentType: String, bytes: [UInt8])? {
-        guard let row = try await db.query(
-            "SELECT content_type, bytes FROM meal_photos WHERE id = $1 AND user_id = $2", [id, userID]
-        ).first else { return nil }
+        guard
+            let row = try await db.query(
+                "SELECT content_type, bytes FROM meal_photos WHERE id = $1 AND user_id = $2", [id, userID]
+            ).first
+        else { return nil }
         return (try row.decode("content_type"), try row.decode("bytes"))
     }
 }

@@ -42,7 +42,8 @@ public enum Tier: String, Sendable, Codable, CaseIterable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let components: DateComponents =
-            scanResetPeriod == .daily ? DateComponents(hour: 0, minute: 0, second: 0) : DateComponents(day: 1, hour: 0, minute: 0, second: 0)
+            scanResetPeriod == .daily
+            ? DateComponents(hour: 0, minute: 0, second: 0) : DateComponents(day: 1, hour: 0, minute: 0, second: 0)
         return calendar.nextDate(after: date, matching: components, matchingPolicy: .nextTime) ?? date.addingTimeInterval(86_400)
     }
 }

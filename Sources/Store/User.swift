@@ -115,8 +115,10 @@ public struct Users: Sendable {
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
             RETURNING \(User.columns)
             """,
-            [id, email, emailVerified, firstName, lastName, passwordHash, timeZone, Tier.free.scanLimit,
-             Tier.free.nextScanReset(after: now), now]
+            [
+                id, email, emailVerified, firstName, lastName, passwordHash, timeZone, Tier.free.scanLimit,
+                Tier.free.nextScanReset(after: now), now,
+            ]
         )
         return try User(row: rows[rows.startIndex])
     }
@@ -131,9 +133,11 @@ public struct Users: Sendable {
 
     /// The identity the user signed in with most recently: (provider, subject).
     public func latestIdentity(userID: String) async throws -> (provider: String, subject: String)? {
-        guard let row = try await db.query(
-            "SELECT provider, subject FROM identities WHERE user_id = $1 ORDER BY last_used_at DESC, id DESC LIMIT 1", [userID]
-        ).first else { return nil }
+        guard
+            let row = try await db.query(
+                "SELECT provider, subject FROM identities WHERE user_id = $1 ORDER BY last_used_at DESC, id DESC LIMIT 1", [userID]
+            ).first
+        else { return nil }
         return (try row.decode("provider"), try row.decode("subject"))
     }
 

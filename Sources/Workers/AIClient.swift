@@ -92,6 +92,7 @@ struct AIClient: Sendable {
         struct Choice: Decodable {
             struct Message: Decodable { var content: String? }
             var message: Message
+            // swift-format-ignore: AlwaysUseLowerCamelCase
             var finish_reason: String?
         }
         var choices: [Choice]

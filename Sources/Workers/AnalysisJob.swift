@@ -66,10 +66,9 @@ public struct AnalysisJob: JobKind {
         guard let photoID = Int64(parameters.photoId) else {
             throw JobFailure.permanent("photoId '\(parameters.photoId)' is not a photo id")
         }
-        return try await refundingIfItDies(context, refund: { _ = try await ScanReservations(services.database).refund(photoID: photoID) })
-        {
-            try await analyse(parameters, photoID: photoID, context: context)
-        }
+        return try await refundingIfItDies(
+            context, refund: { _ = try await ScanReservations(services.database).refund(photoID: photoID) },
+            { try await analyse(parameters, photoID: photoID, context: context) })
     }
 
     private func analyse(_ parameters: Parameters, photoID: Int64, context: JobContext) async throws -> JSONValue {

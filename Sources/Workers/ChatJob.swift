@@ -47,10 +47,8 @@ public struct ChatJob: JobKind {
     /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
     public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
         try await refundingIfItDies(
-            context, refund: { _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId) }
-        ) {
-            try await answer(parameters, context: context)
-        }
+            context, refund: { _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId) },
+            { try await answer(parameters, context: context) })
     }
 
     private func answer(_ parameters: Parameters, context: JobContext) async throws -> JSONValue {

@@ -20,9 +20,12 @@ public struct LoginWebhookJob: JobKind {
         public var event: String
         public var eventId: String
         public var provider: String
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         public var provider_uid: String
         public var email: String?
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         public var display_name: String?
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         public var client_timestamp: String
     }
 

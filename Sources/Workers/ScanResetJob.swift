@@ -93,7 +93,8 @@ struct ScanResetPeriod: Equatable {
         let parts = calendar.dateComponents([.year, .month, .day], from: start)
         name =
             scope == .daily
-            ? String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!) : String(format: "%04d-%02d", parts.year!, parts.month!)
+            ? String(format: "%04d-%02d-%02d", parts.year!, parts.month!, parts.day!)
+            : String(format: "%04d-%02d", parts.year!, parts.month!)
     }
 
     private static func calendar(_ zone: TimeZone) -> Calendar {

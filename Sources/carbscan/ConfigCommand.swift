@@ -36,7 +36,8 @@ struct ConfigCommand: AsyncParsableCommand {
             if let auth = read("auth", { try AuthConfiguration.fromEnvironment(environment) }) {
                 lines += [
                     ("JWT_SECRET", auth.usesEphemeralSecret ? "(unset: random per process)" : "set (\(auth.jwtSecret.count) bytes)"),
-                    ("ACCESS_TOKEN_TTL", Self.seconds(auth.accessTokenLifetime)), ("REFRESH_TOKEN_TTL", Self.seconds(auth.refreshTokenLifetime)),
+                    ("ACCESS_TOKEN_TTL", Self.seconds(auth.accessTokenLifetime)),
+                    ("REFRESH_TOKEN_TTL", Self.seconds(auth.refreshTokenLifetime)),
                     ("APPLE_CLIENT_ID", auth.apple == nil ? "(unset: auth/apple answers 503)" : "set"),
                     ("OIDC_ISSUERS", "\(auth.extraIssuers.count) issuer(s)"), ("BCRYPT_COST", "\(auth.bcryptCost)"),
                     ("SESSION_CACHE_SECONDS", Self.seconds(auth.sessionCacheTTL)),
@@ -52,7 +53,8 @@ struct ConfigCommand: AsyncParsableCommand {
                 if let catalog { _ = read("scan-reset") { try SettingChecks.scanResetZone(api.scanResetTimeZone, catalog: catalog) } }
             }
             if let magicLink = read("magic link", { try MagicLinkSettings.fromEnvironment(environment) }) {
-                lines.append(("SMTP_URL", magicLink == nil ? "(unset: magic links answer 503)" : Self.masked(environment["SMTP_URL"] ?? "")))
+                lines.append(
+                    ("SMTP_URL", magicLink == nil ? "(unset: magic links answer 503)" : Self.masked(environment["SMTP_URL"] ?? "")))
                 if let magicLink {
                     lines += [
                         ("MAGIC_LINK_URL", magicLink.linkTemplate), ("MAGIC_LINK_MAX_PER_EMAIL", "\(magicLink.maxPerEmail)"),
@@ -73,7 +75,10 @@ struct ConfigCommand: AsyncParsableCommand {
                     ("LOGIN_WEBHOOK_API_KEY", workers.loginWebhookAPIKey == nil ? "(unset)" : "set"),
                     ("LOGIN_WEBHOOK_ID_FIELD", workers.loginWebhookIDField ?? "none"), ("STRIPE_API_BASE", workers.stripeAPIBase),
                     ("STRIPE_SECRET_KEY", workers.stripeSecretKey == nil ? "(unset)" : "set"),
-                    ("STRIPE_PRICE_TIERS", workers.stripePriceTiers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")),
+                    (
+                        "STRIPE_PRICE_TIERS",
+                        workers.stripePriceTiers.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+                    ),
                     ("PHOTO_RETENTION_DAYS", "\(Int(workers.photoRetention.components.seconds / 86_400))"), ("MAIL_FROM", workers.mailFrom),
                 ]
             }

@@ -88,7 +88,8 @@ struct JobMemoryBench: AsyncParsableCommand {
         process.waitUntilExit()
         let succeeded = Double(try await keyBytes()) / Double(jobs)
         let finishedRecord = try await recordBytes(owned.first)
-        let fields = try await redis.send("HKEYS", QueueKeys(prefix: prefix, queue: "default").job(owned.first)).array?.compactMap(\.string) ?? []
+        let fields =
+            try await redis.send("HKEYS", QueueKeys(prefix: prefix, queue: "default").job(owned.first)).array?.compactMap(\.string) ?? []
         try await redis.unlinkKeys(matching: "\(prefix):*")
 
         let summary: [String: Any] = [

@@ -62,8 +62,10 @@ struct JobsCommand: AsyncParsableCommand {
                 } else {
                     let header = ["queue", "queued", "running", "scheduled", "retrying", "dead", "succeeded", "failed", "retried"]
                     let rows = stats.map {
-                        [$0.queue, "\($0.queued)", "\($0.running)", "\($0.scheduled)", "\($0.retrying)", "\($0.dead)",
-                         "\($0.succeededTotal)", "\($0.failedTotal)", "\($0.retriedTotal)"]
+                        [
+                            $0.queue, "\($0.queued)", "\($0.running)", "\($0.scheduled)", "\($0.retrying)", "\($0.dead)",
+                            "\($0.succeededTotal)", "\($0.failedTotal)", "\($0.retriedTotal)",
+                        ]
                     }
                     print(table([header] + rows))
                 }
@@ -82,7 +84,9 @@ struct JobsCommand: AsyncParsableCommand {
             try await reportingErrors {
                 let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
                 let jobID = try parseJobID(id)
-                guard let record = try await queue.record(jobID, searchingStreams: true) else { throw CLIError("no job \(id) (unknown, or expired by retention)", exitCode: 4) }
+                guard let record = try await queue.record(jobID, searchingStreams: true) else {
+                    throw CLIError("no job \(id) (unknown, or expired by retention)", exitCode: 4)
+                }
                 if json {
                     print(try jsonText(record))
                 } else {
@@ -127,7 +131,10 @@ struct JobsCommand: AsyncParsableCommand {
                         print(try jsonText(records))
                     } else {
                         let rows = records.map { r in
-                            [r.id.rawValue, r.kind, r.queue, "\(r.attempts)", r.finishedAt.map(iso) ?? "", String((r.error ?? "").prefix(80))]
+                            [
+                                r.id.rawValue, r.kind, r.queue, "\(r.attempts)", r.finishedAt.map(iso) ?? "",
+                                String((r.error ?? "").prefix(80)),
+                            ]
                         }
                         print(table([["id", "kind", "queue", "attempts", "died", "error"]] + rows))
                     }

@@ -10,7 +10,8 @@ enum SettingChecks {
         for schedule in kind.schedules where schedule.timeZone.identifier != zone.identifier {
             throw SettingError(
                 "SCAN_RESET_TIMEZONE",
-                "is \(zone.identifier), but the schedule '\(schedule.name)' of scan-reset.yml fires in \(schedule.timeZone.identifier): set both to one zone")
+                "is \(zone.identifier), but the schedule '\(schedule.name)' of scan-reset.yml fires in \(schedule.timeZone.identifier): set both to one zone"
+            )
         }
     }
 

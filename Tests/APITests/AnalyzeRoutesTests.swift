@@ -32,9 +32,12 @@ import Workers
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
             let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
-            let response = try await client.call(.post, "analyze", token: account.accessToken, json: [
-                "imageBase64": Data(Self.jpeg).base64EncodedString(), "metadata": ["deviceModel": "iPhone 15 Pro", "lighting": "natural"],
-            ])
+            let response = try await client.call(
+                .post, "analyze", token: account.accessToken,
+                json: [
+                    "imageBase64": Data(Self.jpeg).base64EncodedString(),
+                    "metadata": ["deviceModel": "iPhone 15 Pro", "lighting": "natural"],
+                ])
             worker.stop()
             try await task.value
             #expect(response.status == 200)
@@ -58,8 +61,11 @@ import Workers
             try await api.setTier(.pro, userID: account.id)
             for (bytes, type) in [(Self.png, "image/png"), (Self.webp, "image/webp"), (Self.heic, "image/heic")] {
                 let boundary = "XyZ\(UUID().uuidString.prefix(6))"
-                var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"appVersion\":\"1.0.0\"}\r\n".utf8)
-                body += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"image\"; filename=\"meal\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+                var body = Data(
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"appVersion\":\"1.0.0\"}\r\n".utf8)
+                body += Data(
+                    "--\(boundary)\r\nContent-Disposition: form-data; name=\"image\"; filename=\"meal\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                        .utf8)
                 body += Data(bytes) + Data("\r\n--\(boundary)--\r\n".utf8)
                 let response = try await client.call(
                     .post, "analyze", token: account.accessToken, bytes: Array(body),
@@ -101,10 +107,12 @@ import Workers
         try await TestAPI.run(environment: ["SYNC_WAIT_SECONDS": "0"]) { api, client in
             let account = try await api.register(client)
             for _ in 0..<3 {
-                let accepted = try await client.call(.post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
+                let accepted = try await client.call(
+                    .post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
                 #expect(accepted.status == 202)
             }
-            let refused = try await client.call(.post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
+            let refused = try await client.call(
+                .post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
             #expect(refused.status == 429)
             #expect(refused.errorCode == "NO_SCANS_REMAINING")
             #expect(refused.json["error"]["details"]["remainingScans"].int == 0)
@@ -119,7 +127,8 @@ import Workers
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
             let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiAPIKey: "sk-test"))
-            let response = try await client.call(.post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
+            let response = try await client.call(
+                .post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()])
             worker.stop()
             try await task.value
             #expect(response.status == 502)

@@ -6,10 +6,12 @@ import Testing
     @Test func firstSignInCreatesTheAccountAndKeepsAppleNames() async throws {
         try await TestAPI.run { api, client in
             let claims = TestIdentityClaims.apple(sub: "001234.apple.0001", email: "relay@privaterelay.appleid.com")
-            let first = try await client.call(.post, "auth/apple", json: [
-                "identityToken": try await api.appleKeys.sign(claims), "authorizationCode": "c8f",
-                "user": ["email": "relay@privaterelay.appleid.com", "firstName": "John", "lastName": "Doe"],
-            ])
+            let first = try await client.call(
+                .post, "auth/apple",
+                json: [
+                    "identityToken": try await api.appleKeys.sign(claims), "authorizationCode": "c8f",
+                    "user": ["email": "relay@privaterelay.appleid.com", "firstName": "John", "lastName": "Doe"],
+                ])
             #expect(first.status == 200)
             #expect(first.data["user"]["id"].string == "001234.apple.0001")
             #expect(first.data["user"]["firstName"].string == "John")
@@ -17,9 +19,11 @@ import Testing
             #expect(first.data["accessToken"].string != nil && first.data["refreshToken"].string != nil)
 
             // Later sign-ins carry no name: the stored one stays, and no second account appears.
-            let again = try await client.call(.post, "auth/apple", json: [
-                "identityToken": try await api.appleKeys.sign(claims), "authorizationCode": "c9f",
-            ])
+            let again = try await client.call(
+                .post, "auth/apple",
+                json: [
+                    "identityToken": try await api.appleKeys.sign(claims), "authorizationCode": "c9f",
+                ])
             #expect(again.status == 200)
             #expect(again.data["user"]["id"].string == "001234.apple.0001")
             #expect(again.data["user"]["firstName"].string == "John")
@@ -33,9 +37,12 @@ import Testing
     @Test func aVerifiedAppleEmailLinksToTheExistingAccount() async throws {
         try await TestAPI.run { api, client in
             let web = try await api.register(client, email: "same@example.com")
-            let apple = try await client.call(.post, "auth/apple", json: [
-                "identityToken": try await api.appleKeys.sign(.apple(sub: "001.link", email: "Same@Example.com")), "authorizationCode": "x",
-            ])
+            let apple = try await client.call(
+                .post, "auth/apple",
+                json: [
+                    "identityToken": try await api.appleKeys.sign(.apple(sub: "001.link", email: "Same@Example.com")),
+                    "authorizationCode": "x",
+                ])
             #expect(apple.status == 200)
             #expect(apple.data["user"]["id"].string == web.id)
             let identities = try await api.database.query("SELECT provider FROM identities WHERE user_id = $1 ORDER BY provider", [web.id])
@@ -70,17 +77,21 @@ import Testing
 
     @Test func rotatedKeysAreFetchedOnFirstUse() async throws {
         try await TestAPI.run { api, client in
-            let before = try await client.call(.post, "auth/apple", json: [
-                "identityToken": try await api.appleKeys.sign(.apple(sub: "rot.1")), "authorizationCode": "x",
-            ])
+            let before = try await client.call(
+                .post, "auth/apple",
+                json: [
+                    "identityToken": try await api.appleKeys.sign(.apple(sub: "rot.1")), "authorizationCode": "x",
+                ])
             #expect(before.status == 200)
             #expect(api.jwks.fetchCount("apple") == 1)
             // Apple publishes a new key; a token signed with it must work once the refetch interval allows.
             let rotated = try api.appleKeys.add(kid: "apple-2")
             try await Task.sleep(for: .seconds(1.2))
-            let after = try await client.call(.post, "auth/apple", json: [
-                "identityToken": try await api.appleKeys.sign(.apple(sub: "rot.2"), kid: rotated.kid), "authorizationCode": "x",
-            ])
+            let after = try await client.call(
+                .post, "auth/apple",
+                json: [
+                    "identityToken": try await api.appleKeys.sign(.apple(sub: "rot.2"), kid: rotated.kid), "authorizationCode": "x",
+                ])
             #expect(after.status == 200)
             #expect(api.jwks.fetchCount("apple") == 2)
         }
@@ -88,9 +99,11 @@ import Testing
 
     @Test func withoutAppleClientIDTheRouteSaysSo() async throws {
         try await TestAPI.run(apple: false) { api, client in
-            let response = try await client.call(.post, "auth/apple", json: [
-                "identityToken": try await api.appleKeys.sign(.apple()), "authorizationCode": "x",
-            ])
+            let response = try await client.call(
+                .post, "auth/apple",
+                json: [
+                    "identityToken": try await api.appleKeys.sign(.apple()), "authorizationCode": "x",
+                ])
             #expect(response.status == 503)  // the operator's fault, not a server bug
             #expect(response.errorCode == "CONFIGURATION_ERROR")
         }

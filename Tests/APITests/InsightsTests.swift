@@ -69,7 +69,9 @@ import Testing
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
             let days = try await LocalCalendar("UTC").awayFromMidnight()
-            if thisWeek > 0 { try await api.insertMeal(userID: account.id, name: "This week", carbs: thisWeek, at: days.start(daysAgo: 2) + 3600) }
+            if thisWeek > 0 {
+                try await api.insertMeal(userID: account.id, name: "This week", carbs: thisWeek, at: days.start(daysAgo: 2) + 3600)
+            }
             if previousWeek > 0 {
                 try await api.insertMeal(userID: account.id, name: "Week before", carbs: previousWeek, at: days.start(daysAgo: 9) + 3600)
             }
@@ -145,7 +147,8 @@ import Testing
             let account = try await api.register(client)
             try await setZone(api, account, zone)
             let days = try await LocalCalendar(zone).awayFromMidnight()
-            let today = days.startOfToday, monday = days.startOfISOWeek
+            let today = days.startOfToday
+            let monday = days.startOfISOWeek
             let meals: [(Double, Date)] = [
                 (30, today + 60), (45, today + 120), (20, monday + 60), (60, monday - 60), (100, today - 100 * 86_400),
                 (7.5, today - 86_400 + 30),

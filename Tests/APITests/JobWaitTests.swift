@@ -50,7 +50,9 @@ import Workers
             let channel = api.queue.keys("default").events
             async let answers = withThrowingTaskGroup(of: String?.self) { group in
                 for id in ids {
-                    group.addTask { try await client.call(.get, "jobs/\(id.rawValue)?wait=15", token: account.accessToken).data["status"].string }
+                    group.addTask {
+                        try await client.call(.get, "jobs/\(id.rawValue)?wait=15", token: account.accessToken).data["status"].string
+                    }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }

@@ -218,7 +218,8 @@ import Testing
             #expect(modified.first?["createdAt"].string == iso(now - 300))
 
             let sinceFourHours = try await sync(client, account, lastSync: now - 4 * 3600)
-            #expect(Set(sinceFourHours.data["modifiedMeals"].array.compactMap { $0["id"].int }) == Set([old, recent, edited].map(Int.init)))
+            #expect(
+                Set(sinceFourHours.data["modifiedMeals"].array.compactMap { $0["id"].int }) == Set([old, recent, edited].map(Int.init)))
 
             let everything = try await sync(client, account, lastSync: nil)
             #expect(everything.data["modifiedMeals"].array.count == 3)
@@ -244,7 +245,8 @@ import Testing
             #expect(during.data["modifiedMeals"].array.isEmpty)
             let watermark = try #require(during.data["serverTimestamp"].string)
 
-            let next = try await client.call(.post, "meals/sync", token: token, json: ["lastSyncTimestamp": watermark, "localMeals": [Any]()])
+            let next = try await client.call(
+                .post, "meals/sync", token: token, json: ["lastSyncTimestamp": watermark, "localMeals": [Any]()])
             #expect(next.status == 200)
             #expect(next.data["modifiedMeals"].array.compactMap { $0["name"].string } == ["Late commit"])
         }
@@ -281,17 +283,24 @@ import Testing
 
     @Test(arguments: [
         // One meal, the seed's example with carbs out of range.
-        (#"{"localMeals":[{"localId":"a","name":"Toast","carbEstimate":2000,"createdAt":"2025-01-01T08:00:00.000Z"}]}"#,
-         "localMeals[0].carbEstimate"),
+        (
+            #"{"localMeals":[{"localId":"a","name":"Toast","carbEstimate":2000,"createdAt":"2025-01-01T08:00:00.000Z"}]}"#,
+            "localMeals[0].carbEstimate"
+        ),
         // A valid meal first: the second one's fault refuses both.
         (batch(#"{"localId":"b","name":"Toast","carbEstimate":-1,"createdAt":"2025-01-01T08:00:00.000Z"}"#), "localMeals[1].carbEstimate"),
         (batch(#"{"localId":"b","carbEstimate":30,"createdAt":"2025-01-01T08:00:00.000Z"}"#), "localMeals[1].name"),
         (batch(#"{"localId":"b","name":"   ","carbEstimate":30,"createdAt":"2025-01-01T08:00:00.000Z"}"#), "localMeals[1].name"),
-        (batch(#"{"localId":"b","name":"Toast","carbEstimate":30,"confidenceLevel":1.5,"createdAt":"2025-01-01T08:00:00.000Z"}"#),
-         "localMeals[1].confidenceLevel"),
+        (
+            batch(#"{"localId":"b","name":"Toast","carbEstimate":30,"confidenceLevel":1.5,"createdAt":"2025-01-01T08:00:00.000Z"}"#),
+            "localMeals[1].confidenceLevel"
+        ),
         (batch(#"{"localId":"b","name":"Toast","carbEstimate":30,"createdAt":"yesterday"}"#), "localMeals[1].createdAt"),
         (batch(#"{"localId":"b","name":"Toast","carbEstimate":30,"createdAt":"2999-01-01T00:00:00.000Z"}"#), "localMeals[1].createdAt"),
-        (batch(#"{"localId":"b","name":"Toast","carbEstimate":"30","createdAt":"2025-01-01T08:00:00.000Z"}"#), "localMeals[1].carbEstimate"),
+        (
+            batch(#"{"localId":"b","name":"Toast","carbEstimate":"30","createdAt":"2025-01-01T08:00:00.000Z"}"#),
+            "localMeals[1].carbEstimate"
+        ),
         (batch(#"{"name":"Toast","carbEstimate":30,"createdAt":"2025-01-01T08:00:00.000Z"}"#), "localMeals[1].localId"),
         (batch(#"{"localId":"ok-1","name":"Twin","carbEstimate":30,"createdAt":"2025-01-01T08:00:00.000Z"}"#), "localMeals"),
         (#"{"localMeals":[],"deviceId":"x"}"#, "deviceId"),
@@ -381,7 +390,12 @@ import Testing
 
             let rows = try await api.database.query("SELECT id, user_id, name FROM meals ORDER BY id", [])
             #expect(rows.count == 2)
-            let owners = try rows.map { (Int(try $0.decode("id", as: Int64.self)), try $0.decode("user_id", as: String.self), try $0.decode("name", as: String.self)) }
+            let owners = try rows.map {
+                (
+                    Int(try $0.decode("id", as: Int64.self)), try $0.decode("user_id", as: String.self),
+                    try $0.decode("name", as: String.self)
+                )
+            }
             #expect(owners.contains { $0 == (aliceID, alice.id, "Alice's lunch") })
             #expect(owners.contains { $0 == (bobID, bob.id, "Bob's lunch") })
 

@@ -6,7 +6,8 @@ import Testing
 @Suite struct PasswordAuthTests {
     @Test func registerThenLoginReturnsTokensAndTheUser() async throws {
         try await TestAPI.run { api, client in
-            let registered = try await client.call(.post, "auth/register", json: ["email": "Ann@Example.com", "password": "long enough", "name": "Ann Lee"])
+            let registered = try await client.call(
+                .post, "auth/register", json: ["email": "Ann@Example.com", "password": "long enough", "name": "Ann Lee"])
             #expect(registered.status == 201)
             #expect(registered.data["user"]["email"].string == "ann@example.com")
             #expect(registered.data["user"]["firstName"].string == "Ann")
@@ -100,7 +101,8 @@ import Testing
             let account = try await api.register(client, email: "h@example.com")
             let revoke = try await client.call(.post, "auth/revoke", json: ["refreshToken": account.refreshToken])
             #expect(revoke.status == 200)
-            let events = try await api.database.query("SELECT kind, provider, event_id FROM login_events WHERE user_id = $1 ORDER BY id", [account.id])
+            let events = try await api.database.query(
+                "SELECT kind, provider, event_id FROM login_events WHERE user_id = $1 ORDER BY id", [account.id])
             #expect(try events.map { try $0.decode("kind", as: String.self) } == ["signin", "signout"])
 
             // One login-webhook job per event, owned by the user, carrying the event id (seed 002 payload).

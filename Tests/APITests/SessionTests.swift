@@ -2,8 +2,8 @@ import Accounts
 import Foundation
 import HummingbirdTesting
 import JWTKit
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct SessionTests {
     @Test func refreshRotatesAndTheOldTokenStopsWorking() async throws {
@@ -19,7 +19,8 @@ import TestSupport
             let second = try await client.call(.post, "auth/refresh", json: ["refreshToken": newRefresh])
             #expect(second.status == 200)
             // Only hashes are stored.
-            let stored = try await api.database.query("SELECT count(*) AS n FROM refresh_tokens WHERE token_hash = convert_to($1, 'UTF8')", [newRefresh])
+            let stored = try await api.database.query(
+                "SELECT count(*) AS n FROM refresh_tokens WHERE token_hash = convert_to($1, 'UTF8')", [newRefresh])
             #expect(try stored[stored.startIndex].decode("n", as: Int.self) == 0)
         }
     }
@@ -116,9 +117,13 @@ import TestSupport
             let account = try await api.register(client)
             let keep = try await api.register(client)
             for user in [account, keep] {
-                let sync = try await client.call(.post, "meals/sync", token: user.accessToken, json: ["localMeals": [
-                    ["localId": "a", "name": "Toast", "carbEstimate": 30, "createdAt": "2026-01-01T08:00:00Z"]
-                ]])
+                let sync = try await client.call(
+                    .post, "meals/sync", token: user.accessToken,
+                    json: [
+                        "localMeals": [
+                            ["localId": "a", "name": "Toast", "carbEstimate": 30, "createdAt": "2026-01-01T08:00:00Z"]
+                        ]
+                    ])
                 #expect(sync.status == 200)
                 try await api.database.execute(
                     "INSERT INTO chat_messages (user_id, message, response, message_type) VALUES ($1, 'q', 'a', 'general')", [user.id])
@@ -127,15 +132,18 @@ import TestSupport
                 try await api.database.execute(
                     "INSERT INTO usage_counters (user_id, kind, period, used) VALUES ($1, 'chat', '2026-01-01', 1)", [user.id])
                 try await api.database.execute(
-                    "INSERT INTO meal_photos (user_id, content_type, byte_size, bytes) VALUES ($1, 'image/jpeg', 1, $2)", [user.id, [UInt8(1)]])
+                    "INSERT INTO meal_photos (user_id, content_type, byte_size, bytes) VALUES ($1, 'image/jpeg', 1, $2)",
+                    [user.id, [UInt8(1)]])
             }
             let deleted = try await client.call(.delete, "users/me", token: account.accessToken)
             #expect(deleted.status == 200)
             #expect(deleted.data["deleted"].bool == true)
 
-            let tables = ["users": "id", "identities": "user_id", "refresh_tokens": "user_id", "login_events": "user_id",
-                          "usage_counters": "user_id", "meals": "user_id", "meal_photos": "user_id", "chat_messages": "user_id",
-                          "devices": "user_id"]
+            let tables = [
+                "users": "id", "identities": "user_id", "refresh_tokens": "user_id", "login_events": "user_id",
+                "usage_counters": "user_id", "meals": "user_id", "meal_photos": "user_id", "chat_messages": "user_id",
+                "devices": "user_id",
+            ]
             for (table, column) in tables {
                 let gone = try await api.database.query("SELECT count(*) AS n FROM \(table) WHERE \(column) = $1", [account.id])
                 #expect(try gone[gone.startIndex].decode("n", as: Int.self) == 0, "\(table)")
@@ -151,9 +159,11 @@ import TestSupport
     @Test func profileUpdatesAreValidated() async throws {
         try await TestAPI.run { api, client in
             let account = try await api.register(client)
-            let updated = try await client.call(.post, "users/me", token: account.accessToken, json: [
-                "firstName": "Zed", "timeZone": "Europe/Berlin", "emailRemindersEnabled": false,
-            ])
+            let updated = try await client.call(
+                .post, "users/me", token: account.accessToken,
+                json: [
+                    "firstName": "Zed", "timeZone": "Europe/Berlin", "emailRemindersEnabled": false,
+                ])
             #expect(updated.status == 200)
             #expect(updated.data["firstName"].string == "Zed")
             #expect(updated.data["lastName"].string == "User")
@@ -162,7 +172,8 @@ import TestSupport
 
             for (body, field) in [
                 (["timeZone": "Mars/Olympus"], "timeZone"), (["subscriptionTier": "pro"], "subscriptionTier"),
-                (["profileImageUrl": "javascript:alert(1)"], "profileImageUrl"), (["firstName": String(repeating: "x", count: 101)], "firstName"),
+                (["profileImageUrl": "javascript:alert(1)"], "profileImageUrl"),
+                (["firstName": String(repeating: "x", count: 101)], "firstName"),
             ] {
                 let refused = try await client.call(.post, "users/me", token: account.accessToken, json: body)
                 #expect(refused.status == 400, "\(field)")

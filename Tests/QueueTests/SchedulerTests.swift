@@ -10,9 +10,9 @@ import Testing
         let env = try TestEnvironment(kinds: [
             "noop": TestEnvironment.noop + """
 
-            schedules:
-              - { name: minutely, cron: "* * * * *", timezone: Asia/Kolkata, payload: { result: tick } }
-            """
+                schedules:
+                  - { name: minutely, cron: "* * * * *", timezone: Asia/Kolkata, payload: { result: tick } }
+                """
         ])
         defer { Task { await env.cleanUp() } }
         // A clock that reads 56 s past a minute now and runs at real speed: the schedulers start well before the

@@ -29,8 +29,10 @@ import Testing
         let redis = try TestRedis.client()
         defer { redis.close() }
         let key = TestRedis.namespace()
-        let values = ["", "1", String(repeating: "b", count: 9), String(repeating: "c", count: 10), "*2\r\n$3\r\nDEL\r\n",
-                      "line\nbreak\r\n", "Grüße, 日本 🍎", String(repeating: "z", count: 100_000)]
+        let values = [
+            "", "1", String(repeating: "b", count: 9), String(repeating: "c", count: 10), "*2\r\n$3\r\nDEL\r\n",
+            "line\nbreak\r\n", "Grüße, 日本 🍎", String(repeating: "z", count: 100_000),
+        ]
         for value in values {
             try await redis.send("SET", key, value)
             #expect(try await redis.send("GET", key) == .bulk(value))

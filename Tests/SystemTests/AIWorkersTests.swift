@@ -10,9 +10,10 @@ import Testing
 /// least (45 − 20) / 10 = 2.5 s however many workers run them.
 @Suite(.serialized) struct AIWorkersTests {
     @Test func theAIRateLimitHoldsAcrossTwoWorkerProcesses() async throws {
-        let model = try await OpenAIServer.start(fallback: .json([
-            "response": "About 27 g.", "messageType": "carb_lookup", "followUpQuestions": ["And a small one?"],
-        ]))
+        let model = try await OpenAIServer.start(
+            fallback: .json([
+                "response": "About 27 g.", "messageType": "carb_lookup", "followUpQuestions": ["And a small one?"],
+            ]))
         defer { model.stop() }
         try await withScratchDatabase { url in
             let migrate = try await CarbScanBinary.run(["migrate"], environment: ["DATABASE_URL": url])
@@ -42,18 +43,27 @@ import Testing
                 workers.append(try CarbScanBinary.start(["work", "--queues", "ai", "--concurrency", "10"], environment: environment))
             }
             // Both consumers joined the group before the jobs arrive (neither can hold more than 10 at once).
-            #expect(try await eventually(timeout: .seconds(20)) {
-                let group = try? await redis.send(["XINFO", "CONSUMERS", queue.keys("ai").stream, QueueKeys.group])
-                return (group?.array?.count ?? 0) == 2
-            })
-            let ids = try await queue.enqueue((0..<45).map { index in
-                (kind: "chat", payload: ["userId": .string(user), "messageId": .string(UUID().uuidString.lowercased()),
-                                         "message": .string("Question \(index)")], options: EnqueueOptions())
-            }).compactMap(\.id)
+            #expect(
+                try await eventually(timeout: .seconds(20)) {
+                    let group = try? await redis.send(["XINFO", "CONSUMERS", queue.keys("ai").stream, QueueKeys.group])
+                    return (group?.array?.count ?? 0) == 2
+                })
+            let ids = try await queue.enqueue(
+                (0..<45).map { index in
+                    (
+                        kind: "chat",
+                        payload: [
+                            "userId": .string(user), "messageId": .string(UUID().uuidString.lowercased()),
+                            "message": .string("Question \(index)"),
+                        ], options: EnqueueOptions()
+                    )
+                }
+            ).compactMap(\.id)
             #expect(ids.count == 45)
-            #expect(try await eventually(timeout: .seconds(60)) {
-                try await queue.stats().first { $0.queue == "ai" }?.succeededTotal == 45
-            })
+            #expect(
+                try await eventually(timeout: .seconds(60)) {
+                    try await queue.stats().first { $0.queue == "ai" }?.succeededTotal == 45
+                })
             for worker in workers { worker.signal(SIGTERM) }
             for worker in workers { _ = await worker.waitForExit(timeout: .seconds(10)) }
 

@@ -7,13 +7,17 @@ import Testing
 @Suite struct CLITests {
     let prefix = "cli-\(UUID().uuidString.prefix(8))"
     var environment: [String: String] {
-        ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": CarbScanBinary.packageRoot.appendingPathComponent("jobs").path]
+        [
+            "REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix,
+            "CARBSCAN_JOBS_DIR": CarbScanBinary.packageRoot.appendingPathComponent("jobs").path,
+        ]
     }
 
     @Test func enqueuePrintsIdsAndShowAndStatsReportThem() async throws {
         let redis = try RedisClient(url: CarbScanBinary.redisURL)
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
-        let enqueued = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": 1}"#, "--count", "3"], environment: environment)
+        let enqueued = try await CarbScanBinary.run(
+            ["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": 1}"#, "--count", "3"], environment: environment)
         #expect(enqueued.status == 0, "\(enqueued.stderr)")
         let ids = enqueued.stdout.split(separator: "\n").map(String.init)
         #expect(ids.count == 3 && ids.allSatisfy { JobID(rawValue: $0) != nil })
@@ -54,7 +58,8 @@ import Testing
     }
 
     @Test func aPayloadAgainstTheSchemaIsRefusedNamingTheField() async throws {
-        let result = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": "soon"}"#], environment: environment)
+        let result = try await CarbScanBinary.run(
+            ["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": "soon"}"#], environment: environment)
         #expect(result.status != 0)
         #expect(result.stderr.contains("sleepMs"))
         let notJSON = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--payload", "{oops"], environment: environment)

@@ -62,11 +62,13 @@ import Workers
             let user = try await env.createUser()
             try await env.database.execute("UPDATE users SET remaining_scans = 0 WHERE id = $1", [user.id])
             func reservedPhoto(hoursAgo: Double, job: JobID?) async throws -> Int64 {
-                let photo = try await MealPhotos(env.database).insert(userID: user.id, contentType: "image/jpeg", bytes: [0xFF, 0xD8, 0xFF])
+                let photo = try await MealPhotos(env.database).insert(
+                    userID: user.id, contentType: "image/jpeg", bytes: [0xFF, 0xD8, 0xFF])
                 try await ScanReservations(env.database).insert(photoID: photo, userID: user.id)
                 if let job { try await ScanReservations(env.database).attach(photoID: photo, jobID: job.rawValue) }
                 try await env.database.execute(
-                    "UPDATE scan_reservations SET created_at = now() - $2::float8 * interval '1 hour' WHERE photo_id = $1", [photo, hoursAgo])
+                    "UPDATE scan_reservations SET created_at = now() - $2::float8 * interval '1 hour' WHERE photo_id = $1",
+                    [photo, hoursAgo])
                 return photo
             }
             // A job that is still queued (its workers are down): keeps the scan.

@@ -15,9 +15,12 @@ import Workers
     @Test func threeSchedulersResetEachUserOncePerPeriod() async throws {
         try await WorkerTestEnvironment.run { env in
             let midnight = Self.date("2026-12-01T00:00:00Z")
-            var free: [String] = [], paid: [(String, Tier)] = []
+            var free: [String] = []
+            var paid: [(String, Tier)] = []
             for _ in 0..<4 { free.append(try await env.usedUpUser(.free, resetDate: midnight)) }
-            for tier in [Tier.essentials, .essentials, .pro, .pro] { paid.append((try await env.usedUpUser(tier, resetDate: midnight), tier)) }
+            for tier in [Tier.essentials, .essentials, .pro, .pro] {
+                paid.append((try await env.usedUpUser(tier, resetDate: midnight), tier))
+            }
             // Already reset for December 1st by the quota check: not due, left alone.
             let early = try await env.usedUpUser(.free, resetDate: Self.date("2026-12-02T00:00:00Z"), remaining: 1)
 
@@ -27,7 +30,8 @@ import Workers
             let clock: @Sendable () -> Date = { Date().addingTimeInterval(offset) }
             let schedulers = (0..<3).map { _ in CronScheduler(queue: env.queue, logger: WorkerTestEnvironment.logger, now: clock) }
             let tasks = schedulers.map { scheduler in Task { try await scheduler.run() } }
-            #expect(try await eventually(timeout: .seconds(30)) { try await env.scanResetJobs().filter { $0.status == .succeeded }.count >= 2 })
+            #expect(
+                try await eventually(timeout: .seconds(30)) { try await env.scanResetJobs().filter { $0.status == .succeeded }.count >= 2 })
             try await Task.sleep(for: .milliseconds(1500))
             for task in tasks { task.cancel() }
 
@@ -73,7 +77,8 @@ import Workers
 
             let (worker, workerTask) = env.startWorker(settings: WorkerSettings())
             let offset = Self.date("2026-11-22T08:00:00Z").timeIntervalSinceNow
-            let scheduler = CronScheduler(queue: env.queue, logger: WorkerTestEnvironment.logger, now: { Date().addingTimeInterval(offset) })
+            let scheduler = CronScheduler(
+                queue: env.queue, logger: WorkerTestEnvironment.logger, now: { Date().addingTimeInterval(offset) })
             let task = Task { try await scheduler.run() }
             #expect(try await eventually(timeout: .seconds(20)) { try await env.scanResetJobs().contains { $0.status == .succeeded } })
             task.cancel()
@@ -137,16 +142,20 @@ import Workers
     /// committed meanwhile), and it is reset once its lock is released.
     @Test func batchesSkipALockedRowAndSweepItAfterwards() async throws {
         try await WorkerTestEnvironment.run { env in
-            let start = Self.date("2026-11-22T00:00:00Z"), next = Self.date("2026-11-23T00:00:00Z")
+            let start = Self.date("2026-11-22T00:00:00Z")
+            let next = Self.date("2026-11-23T00:00:00Z")
             var ids: [String] = []
             for _ in 0..<7 { ids.append(try await env.usedUpUser(.free, resetDate: start)) }
             let locked = ids.sorted()[3]
             let outcome = try await env.database.transaction { tx in
                 try await tx.execute("SELECT id FROM users WHERE id = $1 FOR UPDATE", [locked])
-                let reset = Task { try await ScanResets(env.database).reset(tier: .free, periodStart: start, nextReset: next, batchSize: 2) }
-                #expect(try await eventually {
-                    try await env.database.query("SELECT count(*) AS n FROM users WHERE remaining_scans = 3")[0].decode("n") == 6
-                })
+                let reset = Task {
+                    try await ScanResets(env.database).reset(tier: .free, periodStart: start, nextReset: next, batchSize: 2)
+                }
+                #expect(
+                    try await eventually {
+                        try await env.database.query("SELECT count(*) AS n FROM users WHERE remaining_scans = 3")[0].decode("n") == 6
+                    })
                 #expect(try await env.quota(locked).0 == 0)
                 return reset
             }.value

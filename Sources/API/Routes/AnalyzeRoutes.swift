@@ -69,10 +69,11 @@ struct AnalyzeRoutes {
                 let analysis = fields["analysis"], case .int(let mealID) = fields["mealId"] ?? .null
             else { throw StoreError("analysis job \(id) succeeded without a result") }
             let quota = try await ScanQuota(database).current(userID: user.id, now: Date(), timeZone: settings.scanResetTimeZone)
-            return try Envelope.success(Result(
-                analysis: analysis, mealId: mealID,
-                scanUsage: .init(remainingScans: quota.remaining, scanResetDate: quota.resetDate, subscriptionTier: quota.tier.rawValue)))
+            return try Envelope.success(
+                Result(
+                    analysis: analysis, mealId: mealID,
+                    scanUsage: .init(remainingScans: quota.remaining, scanResetDate: quota.resetDate, subscriptionTier: quota.tier.rawValue)
+                ))
         }
     }
 }
-

@@ -79,7 +79,8 @@ enum Field {
     static func number(_ value: Double?, _ name: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let value else { return nil }
         guard value.isFinite, range.contains(value) else {
-            throw APIError.validation(name, "field '\(name)' must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted())")
+            throw APIError.validation(
+                name, "field '\(name)' must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted())")
         }
         return value
     }

@@ -109,7 +109,7 @@ struct DeviceRoutes {
             let waited = respondAsync ? try await queue.record(id) : try await waiter.wait(for: id, timeout: wait)
             guard let record = waited else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration job vanished") }
             return (id, record)
-        } catch where APIError.isOutage(error) {
+        } catch  where APIError.isOutage(error) {
             return (id, nil)
         }
     }

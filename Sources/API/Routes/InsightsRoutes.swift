@@ -51,14 +51,20 @@ struct InsightsRoutes {
     func insights(_ request: Request, _ context: APIContext) async throws -> Response {
         let user = try await authenticator.caller(request).user
         let days = LocalDays(timeZone: user.calendarTimeZone, now: Date())
-        let today = days.start(daysAgo: 0), tomorrow = days.start(daysAgo: -1)
-        let weekStart = days.start(daysAgo: 6), monthStart = days.start(daysAgo: 29), previousWeekStart = days.start(daysAgo: 13)
+        let today = days.start(daysAgo: 0)
+        let tomorrow = days.start(daysAgo: -1)
+        let weekStart = days.start(daysAgo: 6)
+        let monthStart = days.start(daysAgo: 29)
+        let previousWeekStart = days.start(daysAgo: 13)
         let meals = Meals(database)
-        let sums = try await meals.summaries(userID: user.id, windows: [
-            (today, tomorrow), (weekStart, tomorrow), (monthStart, tomorrow), (previousWeekStart, weekStart),
-        ])
+        let sums = try await meals.summaries(
+            userID: user.id,
+            windows: [
+                (today, tomorrow), (weekStart, tomorrow), (monthStart, tomorrow), (previousWeekStart, weekStart),
+            ])
         let (highest, lowest) = try await meals.extremes(userID: user.id, start: weekStart, end: tomorrow)
-        let thisWeek = sums[1].totalCarbs, previousWeek = sums[3].totalCarbs
+        let thisWeek = sums[1].totalCarbs
+        let previousWeek = sums[3].totalCarbs
         let change: Int =
             previousWeek > 0 ? Int(((thisWeek - previousWeek) / previousWeek * 100).rounded()) : (thisWeek > 0 ? 100 : 0)
         let direction = change > 0 ? "increasing" : change < 0 ? "decreasing" : "stable"
@@ -67,13 +73,14 @@ struct InsightsRoutes {
                 totalCarbs: summary.totalCarbs.rounded(), mealCount: summary.mealCount,
                 dailyAverage: days.map { (summary.totalCarbs / Double($0)).rounded() })
         }
-        return try Envelope.success(Insights(
-            summary: .init(today: period(sums[0], days: nil), weekly: period(sums[1], days: 7), monthly: period(sums[2], days: 30)),
-            trends: .init(direction: direction, percentageChange: change),
-            highlights: .init(
-                highestCarbMeal: highest.map { Highlight(name: $0.name, carbs: $0.carbEstimate, date: $0.createdAt) },
-                lowestCarbMeal: lowest.map { Highlight(name: $0.name, carbs: $0.carbEstimate, date: $0.createdAt) }),
-            timeZone: user.timeZone))
+        return try Envelope.success(
+            Insights(
+                summary: .init(today: period(sums[0], days: nil), weekly: period(sums[1], days: 7), monthly: period(sums[2], days: 30)),
+                trends: .init(direction: direction, percentageChange: change),
+                highlights: .init(
+                    highestCarbMeal: highest.map { Highlight(name: $0.name, carbs: $0.carbEstimate, date: $0.createdAt) },
+                    lowestCarbMeal: lowest.map { Highlight(name: $0.name, carbs: $0.carbEstimate, date: $0.createdAt) }),
+                timeZone: user.timeZone))
     }
 
     struct Stats: Encodable {
@@ -92,15 +99,18 @@ struct InsightsRoutes {
     func stats(_ request: Request, _ context: APIContext) async throws -> Response {
         let user = try await authenticator.caller(request).user
         let days = LocalDays(timeZone: user.calendarTimeZone, now: Date())
-        let sums = try await Meals(database).summaries(userID: user.id, windows: [
-            (days.start(daysAgo: 0), days.start(daysAgo: -1)), (days.startOfWeek, days.start(daysAgo: -1)), (nil, nil),
-        ])
+        let sums = try await Meals(database).summaries(
+            userID: user.id,
+            windows: [
+                (days.start(daysAgo: 0), days.start(daysAgo: -1)), (days.startOfWeek, days.start(daysAgo: -1)), (nil, nil),
+            ])
         func window(_ summary: MealSummary) -> Stats.Window {
             Stats.Window(
                 mealCount: summary.mealCount, totalCarbs: summary.totalCarbs.rounded(),
                 averageCarbs: summary.mealCount == 0 ? 0 : (summary.totalCarbs / Double(summary.mealCount) * 10).rounded() / 10)
         }
-        return try Envelope.success(Stats(today: window(sums[0]), thisWeek: window(sums[1]), allTime: window(sums[2]), timeZone: user.timeZone))
+        return try Envelope.success(
+            Stats(today: window(sums[0]), thisWeek: window(sums[1]), allTime: window(sums[2]), timeZone: user.timeZone))
     }
 }
 

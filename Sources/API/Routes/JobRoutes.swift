@@ -39,9 +39,10 @@ struct JobRoutes {
         }
         // A dead job reads as failed to clients; the operator CLI shows the dead set.
         let status = record.status.rawValue
-        return try Envelope.success(Job(
-            id: id.rawValue, type: record.kind, status: status, attempts: record.attempts,
-            result: record.result.flatMap { try? JSONValue(parsing: $0) } ?? record.result.map(JSONValue.string),
-            error: record.error, enqueuedAt: record.enqueuedAt, startedAt: record.startedAt, finishedAt: record.finishedAt))
+        return try Envelope.success(
+            Job(
+                id: id.rawValue, type: record.kind, status: status, attempts: record.attempts,
+                result: record.result.flatMap { try? JSONValue(parsing: $0) } ?? record.result.map(JSONValue.string),
+                error: record.error, enqueuedAt: record.enqueuedAt, startedAt: record.startedAt, finishedAt: record.finishedAt))
     }
 }

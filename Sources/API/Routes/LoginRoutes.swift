@@ -18,9 +18,12 @@ struct LoginRoutes {
     struct LoginBody: Decodable, NullableMembers {
         static let nullableMembers: Set = ["email", "display_name"]
         var provider: String
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         var provider_uid: String
         var email: String?
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         var display_name: String?
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         var client_timestamp: Date
     }
 
@@ -54,6 +57,7 @@ struct LoginRoutes {
         let result = try await queue.enqueue("login-webhook", payload: payload, options: EnqueueOptions(owner: caller.userID))
         var headers = HTTPFields()
         if let id = result.id { headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)" }
-        return try Envelope.success(Accepted(enqueued: result.id != nil, eventId: eventID, jobId: result.id?.rawValue), status: .accepted, headers: headers)
+        return try Envelope.success(
+            Accepted(enqueued: result.id != nil, eventId: eventID, jobId: result.id?.rawValue), status: .accepted, headers: headers)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import Queue
 import Postgres
+import Queue
 import Store
 
 /// `meals` (history, limited to the tier's window) and `meals/sync` (offline-first delta sync, server wins).
@@ -33,13 +33,15 @@ struct MealsRoutes {
         let principal = try await authenticator.principal(request)
         let limit = try request.integer("limit", default: 20, in: 1...100)
         let offset = try request.integer("offset", default: 0, in: 0...1_000_000)
-        guard let (since, meals, total) = try await Meals(database).page(
-            ofUser: principal.userID, liveSession: principal.sessionID, now: Date(), limit: limit, offset: offset)
+        guard
+            let (since, meals, total) = try await Meals(database).page(
+                ofUser: principal.userID, liveSession: principal.sessionID, now: Date(), limit: limit, offset: offset)
         else { throw authenticator.signedOut(principal) }
-        return try Envelope.success(Page(
-            meals: meals.map(MealDTO.init),
-            pagination: .init(limit: limit, offset: offset, total: total, hasMore: offset + meals.count < total),
-            historyStart: since))
+        return try Envelope.success(
+            Page(
+                meals: meals.map(MealDTO.init),
+                pagination: .init(limit: limit, offset: offset, total: total, hasMore: offset + meals.count < total),
+                historyStart: since))
     }
 
     static func historyStart(for tier: Tier, now: Date = Date()) -> Date? {
@@ -114,8 +116,9 @@ struct MealsRoutes {
         let changes = try await Meals(database).changes(
             userID: caller.user.id, since: body.lastSyncTimestamp, windowStart: Self.historyStart(for: caller.user.tier),
             limit: Self.maxModifiedMeals)
-        return try Envelope.success(SyncResult(
-            modifiedMeals: changes.meals.filter { !justSynced.contains($0.id) }.map(MealDTO.init),
-            syncedLocalMeals: synced.map(\.0), serverTimestamp: changes.next, hasMore: changes.hasMore))
+        return try Envelope.success(
+            SyncResult(
+                modifiedMeals: changes.meals.filter { !justSynced.contains($0.id) }.map(MealDTO.init),
+                syncedLocalMeals: synced.map(\.0), serverTimestamp: changes.next, hasMore: changes.hasMore))
     }
 }

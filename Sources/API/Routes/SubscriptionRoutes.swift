@@ -53,13 +53,14 @@ struct SubscriptionRoutes {
         let resetDate = due ? tier.nextScanReset(after: now) : user.scanResetDate
         let used = try await UsageCounters(database).used(
             userID: user.id, kind: "chat", period: UsageCounters.day(of: now, in: user.calendarTimeZone))
-        return try Envelope.success(Status(
-            subscription: .init(tier: tier.rawValue, status: user.subscriptionStatus, renewalDate: user.subscriptionRenewalDate),
-            scans: .init(remaining: remaining, resetDate: resetDate, limit: tier.scanLimit, resetPeriod: tier.scanResetPeriod.rawValue),
-            chat: .init(remaining: tier.chatsPerDay.map { max(0, $0 - used) }, usedToday: used, dailyLimit: tier.chatsPerDay),
-            limits: .init(
-                scansPerDay: tier.scanResetPeriod == .daily ? tier.scanLimit : nil,
-                scansPerMonth: tier.scanResetPeriod == .monthly ? tier.scanLimit : nil, chatPerDay: tier.chatsPerDay,
-                scanResetPeriod: tier.scanResetPeriod.rawValue, historyDays: tier.historyDays)))
+        return try Envelope.success(
+            Status(
+                subscription: .init(tier: tier.rawValue, status: user.subscriptionStatus, renewalDate: user.subscriptionRenewalDate),
+                scans: .init(remaining: remaining, resetDate: resetDate, limit: tier.scanLimit, resetPeriod: tier.scanResetPeriod.rawValue),
+                chat: .init(remaining: tier.chatsPerDay.map { max(0, $0 - used) }, usedToday: used, dailyLimit: tier.chatsPerDay),
+                limits: .init(
+                    scansPerDay: tier.scanResetPeriod == .daily ? tier.scanLimit : nil,
+                    scansPerMonth: tier.scanResetPeriod == .monthly ? tier.scanLimit : nil, chatPerDay: tier.chatsPerDay,
+                    scanResetPeriod: tier.scanResetPeriod.rawValue, historyDays: tier.historyDays)))
     }
 }

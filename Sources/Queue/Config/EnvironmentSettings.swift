@@ -41,7 +41,9 @@ public struct EnvironmentSettings: Sendable {
     public func seconds(_ name: String, default fallback: Duration, in range: ClosedRange<Double>) throws(SettingError) -> Duration {
         guard let text = text(name) else { return fallback }
         guard let seconds = Double(text), range.contains(seconds) else {
-            throw SettingError(name, "must be a number of seconds from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)), not '\(text)'")
+            throw SettingError(
+                name, "must be a number of seconds from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)), not '\(text)'"
+            )
         }
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }

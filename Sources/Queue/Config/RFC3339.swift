@@ -51,7 +51,8 @@ public enum RFC3339 {
             offsetSeconds = sign * (offsetHour * 3_600 + offsetMinute * 60)
         }
         guard reader.atEnd else { return nil }
-        let seconds = CivilTime.daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
+        let seconds =
+            CivilTime.daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second
             - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanoseconds) / 1e9)
     }

@@ -123,7 +123,8 @@ struct YAMLReader {
             throw error(node, path, "\(expected); got '\(scalar.string)'\(bare)")
         }
         guard duration >= minimum else {
-            let least = minimum == .milliseconds(1) ? "greater than zero" : minimum == .zero ? "zero or more" : "at least \(minimum.configText)"
+            let least =
+                minimum == .milliseconds(1) ? "greater than zero" : minimum == .zero ? "zero or more" : "at least \(minimum.configText)"
             throw error(node, path, "must be \(least), got '\(scalar.string)'")
         }
         return duration

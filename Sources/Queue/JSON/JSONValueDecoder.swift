@@ -37,7 +37,8 @@ public struct JSONValueDecoder: Sendable {
             return try body()
         } catch {
             throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: [], debugDescription: "The given data was not valid JSON: \(error)", underlyingError: error))
+                DecodingError.Context(
+                    codingPath: [], debugDescription: "The given data was not valid JSON: \(error)", underlyingError: error))
         }
     }
 }
@@ -85,9 +86,11 @@ private struct Node: Decoder, SingleValueDecodingContainer {
     /// `null` where a value is needed is `.valueNotFound`; any other JSON type `.typeMismatch`.
     func mismatch(_ type: Any.Type) -> DecodingError {
         if case .null = value {
-            return .valueNotFound(type, .init(codingPath: codingPath, debugDescription: "Cannot get value of type \(type) -- found null value instead"))
+            return .valueNotFound(
+                type, .init(codingPath: codingPath, debugDescription: "Cannot get value of type \(type) -- found null value instead"))
         }
-        return .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "Expected to decode \(type) but found \(value.typeName) instead."))
+        return .typeMismatch(
+            type, .init(codingPath: codingPath, debugDescription: "Expected to decode \(type) but found \(value.typeName) instead."))
     }
 
     func unwrap<T: Decodable>(_ type: T.Type) throws -> T {

@@ -1,6 +1,7 @@
 import CryptoExtras
 import Foundation
 import JWTKit
+import Synchronization
 
 /// RSA signing keys of a fake identity provider (Apple, Clerk): publishes them as a JWKS and signs identity
 /// tokens with them, including the malformed and malicious ones the API must refuse.
@@ -60,7 +61,8 @@ final class IdentityKeys: Sendable {
     func signHS256WithPublicKey(_ claims: TestIdentityClaims) async throws -> String {
         let key = keys[0]
         let collection = JWTKeyCollection()
-        await collection.add(hmac: HMACKey(from: key.privateKey.publicKey.pemRepresentation), digestAlgorithm: .sha256, kid: JWKIdentifier(string: key.kid))
+        await collection.add(
+            hmac: HMACKey(from: key.privateKey.publicKey.pemRepresentation), digestAlgorithm: .sha256, kid: JWKIdentifier(string: key.kid))
         return try await collection.sign(claims, kid: JWKIdentifier(string: key.kid))
     }
 
@@ -85,6 +87,7 @@ struct TestIdentityClaims: JWTPayload, Codable {
     var iat: IssuedAtClaim
     var exp: ExpirationClaim
     var email: String?
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     var email_verified: Bool?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
@@ -98,5 +101,3 @@ struct TestIdentityClaims: JWTPayload, Codable {
             exp: .init(value: Date().addingTimeInterval(expiresIn)), email: email, email_verified: email == nil ? nil : true)
     }
 }
-
-import Synchronization

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
-import TestSupport
 import Synchronization
+import TestSupport
 
 /// A local HTTP server publishing the fake providers' JWKS the way Apple (`/auth/keys`) and Clerk
 /// (`/.well-known/jwks.json`) do, counting fetches.

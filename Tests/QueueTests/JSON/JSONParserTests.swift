@@ -47,8 +47,9 @@ import Testing
     }
 
     @Test func keepsIntegersAndTheirLimits() throws {
-        #expect(try JSONParser.parse("[9223372036854775807,-9223372036854775808,9223372036854775808,1.0,1e2,1.5]")
-            == .array([.int(.max), .int(.min), .double(9_223_372_036_854_775_808), .int(1), .int(100), .double(1.5)]))
+        #expect(
+            try JSONParser.parse("[9223372036854775807,-9223372036854775808,9223372036854775808,1.0,1e2,1.5]")
+                == .array([.int(.max), .int(.min), .double(9_223_372_036_854_775_808), .int(1), .int(100), .double(1.5)]))
     }
 
     /// Random documents written by `JSONSerialization` (escapes, unicode, nesting, numbers of every shape) read back
@@ -105,11 +106,16 @@ import Testing
     }
 
     @Test func decodesNestedValuesOptionalsAndDates() throws {
-        let body = try Self.decoder.decode(Body.self, fromJSON: Self.meal(
-            #"{"localId":"m1","carbs":12.0,"ratio":3,"note":null,"tags":["a","b"],"when":"2026-11-21T08:30:00Z","kind":"breakfast"}"#))
+        let body = try Self.decoder.decode(
+            Body.self,
+            fromJSON: Self.meal(
+                #"{"localId":"m1","carbs":12.0,"ratio":3,"note":null,"tags":["a","b"],"when":"2026-11-21T08:30:00Z","kind":"breakfast"}"#))
         #expect(body.meals.count == 2)
-        #expect(body.meals[1] == Meal(
-            localId: "m1", carbs: 12, ratio: 3, note: nil, tags: ["a", "b"], when: Date(timeIntervalSince1970: 1_795_249_800), kind: .breakfast))
+        #expect(
+            body.meals[1]
+                == Meal(
+                    localId: "m1", carbs: 12, ratio: 3, note: nil, tags: ["a", "b"], when: Date(timeIntervalSince1970: 1_795_249_800),
+                    kind: .breakfast))
         #expect(body.small == nil)
     }
 
@@ -143,8 +149,13 @@ import Testing
     @Test func refusesOutOfRangeSmallIntegersAndBadDates() throws {
         let small = try #require(Self.failure { try Self.decoder.decode(Body.self, fromJSON: #"{"meals":[],"small":300}"#) })
         #expect(small.kind == "dataCorrupted" && small.path == "small")
-        let date = try #require(Self.failure { try Self.decoder.decode(Body.self, fromJSON: Self.meal(
-            #"{"localId":"m","carbs":1,"tags":[],"when":"yesterday","kind":"lunch"}"#)) })
+        let date = try #require(
+            Self.failure {
+                try Self.decoder.decode(
+                    Body.self,
+                    fromJSON: Self.meal(
+                        #"{"localId":"m","carbs":1,"tags":[],"when":"yesterday","kind":"lunch"}"#))
+            })
         #expect(date.kind == "dataCorrupted" && date.path == "meals.Index 1.when")
         let notJSON = try #require(Self.failure { try Self.decoder.decode(Body.self, fromJSON: "{\"meals\":") })
         #expect(notJSON.kind == "dataCorrupted" && notJSON.path == "")
@@ -157,7 +168,8 @@ import Testing
             return nil
         } catch let error as DecodingError {
             switch error {
-            case .keyNotFound(let key, let context): return ("keyNotFound", (context.codingPath + [key]).map(\.stringValue).joined(separator: "."))
+            case .keyNotFound(let key, let context):
+                return ("keyNotFound", (context.codingPath + [key]).map(\.stringValue).joined(separator: "."))
             case .valueNotFound(_, let context): return ("valueNotFound", context.codingPath.map(\.stringValue).joined(separator: "."))
             case .typeMismatch(_, let context): return ("typeMismatch", context.codingPath.map(\.stringValue).joined(separator: "."))
             case .dataCorrupted(let context): return ("dataCorrupted", context.codingPath.map(\.stringValue).joined(separator: "."))

@@ -1,9 +1,9 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import TestSupport
 import Queue
 import Synchronization
+import TestSupport
 
 /// A local stand-in for Stripe's subscriptions API: `GET /v1/subscriptions/{id}` from an in-memory map, answering
 /// as Stripe does — the subscription object on 200; 401 with an `invalid_request_error` for a missing or wrong

@@ -67,7 +67,8 @@ struct WorkerTestEnvironment: Sendable {
     }
 
     func services(_ settings: WorkerSettings) -> WorkerServices {
-        WorkerServices(redis: redis, prefix: prefix, catalog: queue.catalog, database: database, http: http, settings: settings, logger: Self.logger)
+        WorkerServices(
+            redis: redis, prefix: prefix, catalog: queue.catalog, database: database, http: http, settings: settings, logger: Self.logger)
     }
 
     /// A worker with every handler, serving `queues` (default: all), until `stop()`.
