@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres,
-# then (for a whole run, without arguments) fuzzes the API against its OpenAPI document (ops/contract.sh).
+# Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres;
+# a whole run (no arguments) also lints the code (swift format lint --strict) first and fuzzes the API against its
+# OpenAPI document (ops/contract.sh) after.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -15,6 +16,10 @@ ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh
 
+if (($# == 0)); then
+    # The repository's .swift-format, warnings as errors.
+    swift format lint --strict --recursive Sources Tests
+fi
 swift build --build-tests
 swift test --skip-build "$@"
 if (($# == 0)); then
