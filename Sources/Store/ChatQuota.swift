@@ -1,0 +1,23 @@
+import Foundation
+import Postgres
+
+/// The daily chat quota: counted when a message is accepted, in the user's local day.
+public struct ChatQuota: Sendable {
+    let db: any PostgresQueryable
+
+    public init(_ db: any PostgresQueryable) { self.db = db }
+
+    /// Counts one message against today's limit (nil: unlimited) atomically; returns today's count after it, or
+    /// nil when the limit is reached (nothing counted).
+    public func take(userID: String, day: String, limit: Int?) async throws -> Int? {
+        let rows = try await db.query(
+            """
+            INSERT INTO usage_counters (user_id, kind, period, used) VALUES ($1, 'chat', $2, 1)
+            ON CONFLICT (user_id, kind, period) DO UPDATE SET used = usage_counters.used + 1
+            WHERE $3::bigint IS NULL OR usage_counters.used < $3::bigint
+            RETURNING used
+            """,
+            [userID, day, limit])
+        return try rows.first?.decode("used")
+    }
+}
