@@ -131,6 +131,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "Queue", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -148,7 +149,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OutboundHTTPTests",
-            dependencies: ["OutboundHTTP", .product(name: "Hummingbird", package: "hummingbird")]
+            dependencies: [
+                "OutboundHTTP", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "APITests",

@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// A live Hummingbird server on an ephemeral loopback port, with the endpoints the client tests talk to.
@@ -57,14 +58,14 @@ struct TestServer: Sendable {
             },
             logger: Logger(label: "test-server", factory: { _ in SwiftLogNoOpLogHandler() })
         )
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw ServerDidNotStart() }
-            let result = try await body(TestServer(port: port, stats: stats))
-            group.cancelAll()
-            return result
-        }
+        // Stopped by a graceful shutdown, not by cancelling it (see LocalServer.stop).
+        // Not awaited: a request a test left hanging must not hold the test up.
+        let services = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
+        Task { try await services.run() }
+        defer { Task { await services.triggerGracefulShutdown() } }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw ServerDidNotStart() }
+        return try await body(TestServer(port: port, stats: stats))
     }
 
     struct ServerDidNotStart: Error {}
