@@ -14,17 +14,19 @@ public struct WorkerOptions: Sendable {
     public var gracePeriod: Duration
     /// How long one blocking read waits for work (a shutdown interrupts it at once).
     public var blockTimeout: Duration
-    /// How often delayed jobs and retries are moved onto the queues.
+    /// How often delayed jobs and retries are moved onto the queues (by the process that runs the upkeep).
     public var promoteInterval: Duration
-    /// How often expired leases are looked for.
+    /// How often expired leases are looked for (by the process that runs the upkeep).
     public var reclaimInterval: Duration
+    /// The upkeep lease's time to live: how long the queues go without upkeep when the process running it dies.
+    public var upkeepLease: Duration
     /// The consumer name in Redis: host, pid and a random suffix.
     public var consumer: String
 
     public init(
         queues: [(name: String, weight: Int)], concurrency: Int = 10, gracePeriod: Duration = .seconds(25),
         blockTimeout: Duration = .seconds(2), promoteInterval: Duration = .milliseconds(200),
-        reclaimInterval: Duration = .seconds(1), consumer: String? = nil
+        reclaimInterval: Duration = .seconds(1), upkeepLease: Duration = .seconds(10), consumer: String? = nil
     ) {
         self.queues = queues
         self.concurrency = max(1, concurrency)
@@ -32,6 +34,7 @@ public struct WorkerOptions: Sendable {
         self.blockTimeout = blockTimeout
         self.promoteInterval = promoteInterval
         self.reclaimInterval = reclaimInterval
+        self.upkeepLease = upkeepLease
         self.consumer =
             consumer ?? "\(ProcessInfo.processInfo.hostName):\(getpid()):\(String(UInt16.random(in: .min ... .max), radix: 16))"
     }
@@ -40,17 +43,18 @@ public struct WorkerOptions: Sendable {
 /// A worker process's engine: fetches jobs in batches (a blocking read when idle, so pickup is push-like),
 /// runs up to `concurrency` at once, renews their leases, enforces each kind's timeout, records outcomes in
 /// batches, and on graceful shutdown stops fetching, lets jobs finish within the grace period and hands the
-/// rest back at once.
+/// rest back at once. It takes its turn at the queues' `Upkeep` (one process at a time runs it).
 public final class Worker: Service {
     let queue: JobQueue
     let registry: JobRegistry
-    let options: WorkerOptions
+    public let options: WorkerOptions
     let logger: Logger
     let slots: Slots
     let inFlight = InFlight()
     let outcomes = Batcher<JobOutcome>()
     private let stopping = Atomic<Bool>(false)
     private let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
+    private let upkeepTask = Mutex<Task<Void, Never>?>(nil)
     /// After a stop, outcomes that cannot be recorded within the grace period and this are left to the leases.
     static let recordingBound = Duration.seconds(3)
 
@@ -79,25 +83,22 @@ public final class Worker: Service {
                     "concurrency": "\(self.options.concurrency)",
                 ])
             let recording = Task { await self.recordOutcomes() }
-            // Upkeep runs until every job is finished or handed back (leases must be renewed during the drain).
-            let upkeep = Task {
+            self.startUpkeep()
+            // Timeouts and lease renewal run until every job is finished or handed back (leases must be renewed
+            // during the drain).
+            let housekeeping = Task {
                 await withDiscardingTaskGroup { group in
                     group.addTask { await self.maintain("timeouts", every: .milliseconds(100)) { self.enforceTimeouts() } }
                     group.addTask { await self.maintain("lease renewal", every: self.heartbeatInterval) { try await self.renewLeases() } }
-                    group.addTask {
-                        await self.maintain("promoting due jobs", every: self.options.promoteInterval) { try await self.promote() }
-                    }
-                    group.addTask {
-                        await self.maintain("reclaiming expired leases", every: self.options.reclaimInterval) { try await self.reclaim() }
-                    }
                 }
             }
             await self.fetch(using: connection)
             await self.drain()
-            upkeep.cancel()
+            housekeeping.cancel()
             self.outcomes.close()
             await recording.value
-            await upkeep.value
+            await housekeeping.value
+            await self.upkeepTask.withLock { $0 }?.value
             await self.queue.unregister(consumer: self.options.consumer, queues: self.queueNames)
         } onGracefulShutdown: {
             self.stop()
@@ -111,6 +112,17 @@ public final class Worker: Service {
         stoppedAt.withLock { $0 = $0 ?? .now }
         stopping.store(true, ordering: .releasing)
         slots.wake()
+        // A stopping worker hands the upkeep over at once rather than when its lease runs out.
+        upkeepTask.withLock { $0?.cancel() }
+    }
+
+    private func startUpkeep() {
+        let upkeep = Upkeep(
+            queue: queue, holder: options.consumer, ttl: options.upkeepLease, promoteInterval: options.promoteInterval,
+            reclaimInterval: options.reclaimInterval, logger: logger)
+        let task = Task { await upkeep.run() }
+        upkeepTask.withLock { $0 = task }
+        if isStopping { task.cancel() }
     }
 
     var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -265,7 +277,7 @@ public final class Worker: Service {
         return .retry(job, error: error, after: delay)
     }
 
-    // MARK: Recording and upkeep
+    // MARK: Recording and housekeeping
 
     private func recordOutcomes() async {
         var streak = FailureStreak("recording outcomes")
@@ -324,30 +336,6 @@ public final class Worker: Service {
         if !lost.isEmpty {
             logger.warning("lost leases (the jobs were handed to other workers)", metadata: ["count": "\(lost.count)"])
         }
-    }
-
-    /// Every queue is tried even when one fails; the first failure is rethrown for the loop's streak.
-    private func promote() async throws {
-        guard !isStopping else { return }
-        try await forEachQueue { name in _ = try await self.queue.promoteDueJobs(queue: name) }
-    }
-
-    private func reclaim() async throws {
-        guard !isStopping else { return }
-        try await forEachQueue { name in
-            let ids = try await self.queue.reclaimExpiredLeases(queue: name)
-            if !ids.isEmpty {
-                self.logger.warning("re-queued jobs whose lease expired", metadata: ["queue": "\(name)", "count": "\(ids.count)"])
-            }
-        }
-    }
-
-    private func forEachQueue(_ body: (String) async throws -> Void) async throws {
-        var firstError: (any Error)?
-        for name in queueNames {
-            do { try await body(name) } catch { firstError = firstError ?? error }
-        }
-        if let firstError { throw firstError }
     }
 
     /// After fetching stops: wait for in-flight jobs up to the grace period, then cancel the rest; they are

@@ -24,12 +24,16 @@ struct WorkCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight jobs get to finish on SIGTERM before they are handed back.")
     var grace: Int = 25
 
+    @Option(help: "Seconds the queues go without upkeep (promotion, reclaim) when the process running it dies.")
+    var upkeepLease: Int = 10
+
     @Flag(help: "Apply pending database migrations before working.")
     var migrate = false
 
     func validate() throws {
         guard concurrency >= 1 && concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1…10000") }
         guard grace >= 0 else { throw ValidationError("--grace must be >= 0") }
+        guard upkeepLease >= 1 && upkeepLease <= 3600 else { throw ValidationError("--upkeep-lease must be 1…3600") }
     }
 
     func run() async throws {
@@ -67,7 +71,9 @@ struct WorkCommand: AsyncParsableCommand {
             Task { if let report = await probe.run() { probe.log(report, servesAnalyses: servesAnalyses, logger: logger) } }
             let worker = Worker(
                 queue: queue, registry: registry,
-                options: WorkerOptions(queues: weights, concurrency: concurrency, gracePeriod: .seconds(grace)), logger: logger)
+                options: WorkerOptions(
+                    queues: weights, concurrency: concurrency, gracePeriod: .seconds(grace), upkeepLease: .seconds(upkeepLease)),
+                logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [.init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()

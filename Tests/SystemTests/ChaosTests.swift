@@ -73,6 +73,38 @@ import Testing
         #expect(stats.queued == 0 && stats.running == 0)
     }
 
+    /// The worker running the queues' upkeep is killed: when its lease (2 s here) runs out, the other worker takes the
+    /// upkeep over, and a delayed job enqueued after the kill still runs.
+    @Test func killingTheUpkeepLeaderHandsTheUpkeepToAnother() async throws {
+        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let prefix = "chaos-\(UUID().uuidString.prefix(8))"
+        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
+        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
+        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
+        var workers: [RunningProcess] = []
+        defer {
+            for worker in workers { worker.signal(SIGKILL) }
+            Task { await removeKeys(prefix: prefix, redis: redis) }
+        }
+        for _ in 0..<2 {
+            workers.append(try CarbScanBinary.start(["work", "--queues", "default", "--upkeep-lease", "2"], environment: environment))
+        }
+        func holder() async throws -> String? { try await redis.send(["GET", queue.upkeepLeaseKey]).string }
+        #expect(
+            try await eventually(timeout: .seconds(30)) {
+                let consumers = try await queue.consumers()
+                return try await holder() != nil && consumers == 2
+            })
+        let leaderName = try await holder() ?? ""
+        let leader = try #require(workers.first { leaderName.contains(":\($0.pid):") })
+        leader.signal(SIGKILL)
+        _ = await leader.waitForExit(timeout: .seconds(5))
+        let id = try #require(try await queue.enqueue("noop", payload: .object([:]), options: EnqueueOptions(delay: .milliseconds(500))).id)
+        #expect(try await eventually(timeout: .seconds(30)) { try await queue.record(id)?.status == .succeeded })
+        let successor = try await holder() ?? ""
+        #expect(!successor.contains(":\(leader.pid):") && workers.contains { successor.contains(":\($0.pid):") })
+    }
+
     @Test func sigtermHandsUnfinishedJobsBackAndFailsNone() async throws {
         let redis = try RedisClient(url: CarbScanBinary.redisURL)
         let prefix = "sigterm-\(UUID().uuidString.prefix(8))"
