@@ -21,7 +21,40 @@ if (($# == 0)); then
     swift format lint --strict --recursive Sources Tests
 fi
 swift build --build-tests
-swift test --skip-build "$@"
+
+# A test that hangs would hold CI for its whole 90 minutes and say nothing (stdout reaches the log in blocks, so the
+# last lines are missing too). After TEST_TIME_LIMIT seconds (default 1200; a whole run takes about 1 minute) the run
+# is stopped, printing first the tests that started and never ended (from Swift Testing's event stream, written as
+# events happen) and every thread's stack of the test process.
+events=$(mktemp)
+swift test --skip-build --experimental-event-stream-output "$events" "$@" &
+tests=$!
+deadline=$((SECONDS + ${TEST_TIME_LIMIT:-1200}))
+while kill -0 "$tests" 2>/dev/null && ((SECONDS < deadline)); do sleep 2; done
+if kill -0 "$tests" 2>/dev/null; then
+    echo "test.sh: the tests ran past ${TEST_TIME_LIMIT:-1200} s; started and not ended:" >&2
+    python3 - "$events" >&2 <<'PY'
+import json, sys
+running = {}
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    payload = json.loads(line).get("payload", {})
+    if payload.get("kind") == "testStarted":
+        running[payload["testID"]] = True
+    elif payload.get("kind") == "testEnded":
+        running.pop(payload["testID"], None)
+    elif payload.get("kind") == "runEnded":
+        print("  (none: every test ended, the process did not exit)")
+print("\n".join(f"  {test}" for test in running))
+PY
+    for pid in $(pgrep -f 'PackageTests.xctest'); do
+        command -v gdb >/dev/null && timeout 120 gdb -p "$pid" -batch -ex "thread apply all bt 12" 2>/dev/null | grep -E '^(Thread|#)' | head -400 >&2
+    done
+    pkill -f 'PackageTests.xctest' || true
+    kill "$tests" 2>/dev/null || true
+    wait "$tests" || true
+    exit 1
+fi
+wait "$tests"
 if (($# == 0)); then
     bash ops/contract.sh
 fi
