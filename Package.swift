@@ -51,6 +51,21 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
+            ],
+            // The Lua scripts, compiled into the binary (nothing to install beside it).
+            resources: [
+                .embedInCode("Scripts/clock.lua"),
+                .embedInCode("Scripts/helpers.lua"),
+                .embedInCode("Scripts/enqueue.lua"),
+                .embedInCode("Scripts/reserve.lua"),
+                .embedInCode("Scripts/start.lua"),
+                .embedInCode("Scripts/finish.lua"),
+                .embedInCode("Scripts/promote.lua"),
+                .embedInCode("Scripts/reclaim.lua"),
+                .embedInCode("Scripts/retry-now.lua"),
+                .embedInCode("Scripts/discard.lua"),
+                .embedInCode("Scripts/lease-acquire.lua"),
+                .embedInCode("Scripts/lease-release.lua"),
             ]
         ),
         .target(

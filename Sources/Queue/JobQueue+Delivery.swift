@@ -54,8 +54,9 @@ public struct JobOutcome: Sendable {
 }
 
 extension JobQueue {
-    private var deadArguments: [String] {
-        [String(options.deadSetMaxAge.milliseconds), String(options.deadSetCap), String(options.deadSetMaxAge.milliseconds)]
+    private var deadSet: DeadSetBounds {
+        DeadSetBounds(
+            retentionMs: options.deadSetMaxAge.milliseconds, cap: options.deadSetCap, maxAgeMs: options.deadSetMaxAge.milliseconds)
     }
 
     /// Creates the consumer group of each queue (from the stream's start, so nothing enqueued earlier is missed),
@@ -100,9 +101,7 @@ extension JobQueue {
     public func reserve(queue: String, count: Int, consumer: String, idle: Bool = true) async throws -> [ReservedJob] {
         let k = keys(queue)
         let reply = try await recreatingGroups([queue]) {
-            try await redis.run(
-                Scripts.reserve, keys: [k.stream, k.dead, k.stats],
-                arguments: [k.base, QueueKeys.group, consumer, String(count)] + deadArguments + [idle ? "1" : "0"])
+            try await redis.run(ReserveCall(k, consumer: consumer, count: count, dead: deadSet, idle: idle))
         }
         return Self.decodeJobs(reply, queue: queue)
     }
@@ -130,18 +129,16 @@ extension JobQueue {
             // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis; kind empty when the
             // entry only names a job whose record exists).
             // Once a job to run isolated is given, the rest of this read goes back to the streams.
-            let mode = jobs.contains(where: \.isolated) ? "x" : idle && jobs.isEmpty ? "1" : "0"
-            let leading = [keys(queue).base, QueueKeys.group, consumer] + deadArguments + [mode]
-            var arguments = leading
+            let mode: StartCall.Mode = jobs.contains(where: \.isolated) ? .handBack : idle && jobs.isEmpty ? .idle : .busy
+            var call = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: mode)
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
-                    let id = fields["id"]?.string
+                    let id = fields[JobField.id.rawValue]?.string
                 else { continue }
-                arguments += [entryID, id] + ["kind", "payload", "max", "vis"].map { fields[$0]?.string ?? "" }
+                call.add(entry: entryID, id: id, carried: fields)
             }
-            guard arguments.count > leading.count else { continue }
-            let k = keys(queue)
-            let started = try await redis.run(Scripts.start, keys: [k.stream, k.dead, k.stats], arguments: arguments)
+            guard !call.isEmpty else { continue }
+            let started = try await redis.run(call)
             jobs += Self.decodeJobs(started, queue: queue)
         }
         return jobs
@@ -169,15 +166,10 @@ extension JobQueue {
     /// Records outcomes: one script call per queue for the whole batch.
     public func record(_ outcomes: [JobOutcome]) async throws {
         for (queue, batch) in Dictionary(grouping: outcomes, by: \.job.queue) {
-            let k = keys(queue)
-            var arguments = [k.base, QueueKeys.group, String(options.deadSetCap), String(options.deadSetMaxAge.milliseconds)]
-            arguments.reserveCapacity(4 + batch.count * 5)
-            for outcome in batch {
-                arguments += [
-                    outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds),
-                ]
-            }
-            try await redis.run(Scripts.finish, keys: [k.stream, k.retry, k.dead, k.stats], arguments: arguments)
+            var call = FinishCall(
+                keys(queue), deadSetCap: options.deadSetCap, deadSetMaxAgeMs: options.deadSetMaxAge.milliseconds, count: batch.count)
+            for outcome in batch { call.add(outcome) }
+            try await redis.run(call)
         }
     }
 
@@ -198,8 +190,7 @@ extension JobQueue {
 
     /// Moves due delayed jobs and retries onto their streams. Returns how many moved and how long until the next is due.
     public func promoteDueJobs(queue: String, limit: Int = 1000) async throws -> (moved: Int, nextDue: Duration?) {
-        let k = keys(queue)
-        let reply = try await redis.run(Scripts.promote, keys: [k.stream, k.scheduled, k.retry], arguments: [String(limit)])
+        let reply = try await redis.run(PromoteCall(keys(queue), limit: limit))
         let parts = reply.array ?? []
         let next = parts.count > 1 ? parts[1].int ?? -1 : -1
         return (parts.first?.int ?? 0, next < 0 ? nil : .milliseconds(next))
@@ -214,10 +205,8 @@ extension JobQueue {
         let minimum = catalog.kinds.values.filter { $0.queue == queue }.map(\.visibilityTimeout).min() ?? .seconds(30)
         let reply = try await recreatingGroups([queue]) {
             try await redis.run(
-                Scripts.reclaim, keys: [k.stream],
-                arguments: [
-                    k.base, QueueKeys.group, String(minimum.milliseconds), String(limit), String(forgetConsumersAfter.milliseconds),
-                ])
+                ReclaimCall(
+                    k, minimumIdleMs: minimum.milliseconds, limit: limit, consumerIdleMs: forgetConsumersAfter.milliseconds))
         }
         return (reply.array ?? []).compactMap { $0.string.map(JobID.init(trusted:)) }
     }

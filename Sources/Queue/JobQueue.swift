@@ -199,8 +199,9 @@ public final class JobQueue: Sendable {
         let replies = try await redis.pipeline(
             jobs.map { job in
                 [
-                    "XADD", stream, "*", "id", job.id.rawValue, "kind", job.kind, "payload", job.payload,
-                    "max", String(job.maxAttempts), "vis", String(job.visibilityMs),
+                    "XADD", stream, "*", JobField.id.rawValue, job.id.rawValue, JobField.kind.rawValue, job.kind,
+                    JobField.payload.rawValue, job.payload, JobField.maxAttempts.rawValue, String(job.maxAttempts),
+                    JobField.visibilityMs.rawValue, String(job.visibilityMs),
                 ]
             })
         for case .error(let message) in replies { throw RedisError(.server, "enqueue failed: \(message)") }
@@ -219,12 +220,13 @@ public final class JobQueue: Sendable {
         for (position, job) in jobs.enumerated() {
             if position % 100 == 0 { commands.append(["MULTI"]) }
             var record = [
-                "HSET", keys.job(job.id), "kind", job.kind, "payload", job.payload, "max", String(job.maxAttempts),
-                "vis", String(job.visibilityMs), "enq", now,
+                "HSET", keys.job(job.id), JobField.kind.rawValue, job.kind, JobField.payload.rawValue, job.payload,
+                JobField.maxAttempts.rawValue, String(job.maxAttempts), JobField.visibilityMs.rawValue, String(job.visibilityMs),
+                JobField.enqueuedMs.rawValue, now,
             ]
-            if let owner = job.options.owner, !owner.isEmpty { record += ["owner", owner] }
+            if let owner = job.options.owner, !owner.isEmpty { record += [JobField.owner.rawValue, owner] }
             commands.append(record)
-            commands.append(["XADD", keys.stream, "*", "id", job.id.rawValue])
+            commands.append(["XADD", keys.stream, "*", JobField.id.rawValue, job.id.rawValue])
             if position % 100 == 99 || position == jobs.count - 1 { commands.append(["EXEC"]) }
         }
         let replies = try await redis.pipeline(commands)
@@ -247,20 +249,16 @@ public final class JobQueue: Sendable {
 
     /// Jobs with a unique key, a delay or a cron fire time: the enqueue script decides on the server.
     private func enqueueScripted(_ jobs: [PreparedJob], queue: String, into results: inout [EnqueueResult]) async throws {
-        let keys = keys(queue)
-        var arguments = [keys.base, String(jobs.count)]
-        arguments.reserveCapacity(2 + jobs.count * 12)
+        var call = EnqueueCall(keys(queue), count: jobs.count)
         for job in jobs {
-            let cron = job.options.cron
-            arguments += [
-                job.id.rawValue, job.kind, job.payload, String(job.maxAttempts),
-                String(job.visibilityMs), String(max(0, job.options.delay?.milliseconds ?? 0)),
-                job.uniqueKey ?? "", String((job.uniqueTTL ?? .seconds(86_400)).milliseconds),
-                cron?.name ?? "", cron.map { String(Int64($0.fireTime.timeIntervalSince1970 * 1000)) } ?? "0",
-                cron?.catchUp == true ? "catch-up" : "on-time", job.options.owner ?? "",
-            ]
+            call.add(
+                id: job.id, kind: job.kind, payload: job.payload, maxAttempts: job.maxAttempts, visibilityMs: job.visibilityMs,
+                delayMs: job.options.delay?.milliseconds ?? 0, uniqueKey: job.uniqueKey,
+                uniqueTTLMs: (job.uniqueTTL ?? .seconds(86_400)).milliseconds,
+                cron: job.options.cron.map { ($0.name, Int64($0.fireTime.timeIntervalSince1970 * 1000), $0.catchUp) },
+                owner: job.options.owner)
         }
-        let reply = try await redis.run(Scripts.enqueue, keys: [keys.stream, keys.scheduled, keys.cron], arguments: arguments)
+        let reply = try await redis.run(call)
         for (job, answer) in zip(jobs, reply.array ?? []) {
             let text = answer.string ?? ""
             if text == "skip" {
@@ -297,10 +295,10 @@ public final class JobQueue: Sendable {
                 let entries = try await redis.send(["XRANGE", stream, from, "+", "COUNT", "1000"]).array ?? []
                 for entry in entries {
                     guard let parts = entry.array, parts.count == 2, let entryID = parts[0].string, let fields = parts[1].fields,
-                        fields["id"]?.string == id.rawValue, fields["kind"] != nil
+                        fields[JobField.id.rawValue]?.string == id.rawValue, fields[JobField.kind.rawValue] != nil
                     else { continue }
                     var record = fields.compactMapValues(\.string)
-                    record["enq"] = String(entryID.prefix { $0 != "-" })
+                    record[JobField.enqueuedMs.rawValue] = String(entryID.prefix { $0 != "-" })
                     return JobRecord(id: id, queue: queue, fields: record, inDeadSet: false)
                 }
                 guard entries.count == 1000, let last = entries.last?.array?.first?.string else { break }
@@ -357,8 +355,7 @@ public final class JobQueue: Sendable {
     public func retryNow(_ id: JobID) async throws -> String {
         guard let record = try await record(id, searchingStreams: true) else { throw QueueError(.notFound, "no job \(id)") }
         let k = keys(record.queue)
-        let reply = try await redis.run(
-            Scripts.retryNow, keys: [k.stream, k.scheduled, k.retry, k.dead], arguments: [k.base, id.rawValue])
+        let reply = try await redis.run(RetryNowCall(k, id: id.rawValue))
         guard let from = reply.string else {
             throw QueueError(.notRetryable, "job \(id) is \(record.status.rawValue), not dead, retrying or delayed")
         }
@@ -388,8 +385,7 @@ public final class JobQueue: Sendable {
                 let ids = try await redis.send(["ZRANGE", k.dead, "0", "499"]).array?.compactMap(\.string) ?? []
                 if ids.isEmpty { break }
                 for id in ids {
-                    let reply = try await redis.run(
-                        Scripts.retryNow, keys: [k.stream, k.scheduled, k.retry, k.dead], arguments: [k.base, id])
+                    let reply = try await redis.run(RetryNowCall(k, id: id))
                     if reply.isNull { _ = try await redis.send(["ZREM", k.dead, id]) } else { count += 1 }
                 }
             }
@@ -401,7 +397,7 @@ public final class JobQueue: Sendable {
     public func discardDead(_ id: JobID) async throws {
         for queue in catalog.queues {
             let k = keys(queue)
-            if try await redis.run(Scripts.discard, keys: [k.dead], arguments: [k.base, id.rawValue]).int == 1 { return }
+            if try await redis.run(DiscardCall(k, id: id.rawValue)).int == 1 { return }
         }
         throw QueueError(.notFound, "job \(id) is not in the dead set")
     }

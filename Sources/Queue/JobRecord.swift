@@ -41,29 +41,29 @@ public struct JobRecord: Sendable, Codable, Equatable {
 
     init?(id: JobID, queue: String, fields: [String: String], inDeadSet: Bool) {
         // A queued job's record has no status yet (one field less to write per job at enqueue).
-        guard let kind = fields["kind"], let status = JobStatus(rawValue: fields["status"] ?? JobStatus.queued.rawValue)
+        guard let kind = JobField.kind.of(fields), let status = JobStatus(rawValue: JobField.status.of(fields) ?? JobStatus.queued.rawValue)
         else { return nil }
-        func date(_ key: String) -> Date? {
-            fields[key].flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) }
+        func date(_ field: JobField) -> Date? {
+            field.of(fields).flatMap(Double.init).map { Date(timeIntervalSince1970: $0 / 1000) }
         }
         self.id = id
         self.queue = queue
         self.kind = kind
         self.status = status
-        self.attempts = fields["attempts"].flatMap(Int.init) ?? 0
-        self.maxAttempts = fields["max"].flatMap(Int.init) ?? 0
-        self.payload = fields["payload"] ?? "{}"
-        self.result = fields["result"]
-        self.error = fields["err"]
-        self.errors = Self.decodeHistory(fields["errors"])
-        self.enqueuedAt = date("enq") ?? Date(timeIntervalSince1970: 0)
-        self.startedAt = date("start")
-        self.finishedAt = date("fin")
-        self.runAt = status == .queued || status == .retrying ? date("runAt") : nil
-        self.scheduledFor = date("fire")
-        self.uniqueKey = fields["unique"]
-        self.worker = fields["worker"]
-        self.owner = fields["owner"]
+        self.attempts = JobField.attempts.of(fields).flatMap(Int.init) ?? 0
+        self.maxAttempts = JobField.maxAttempts.of(fields).flatMap(Int.init) ?? 0
+        self.payload = JobField.payload.of(fields) ?? "{}"
+        self.result = JobField.result.of(fields)
+        self.error = JobField.error.of(fields)
+        self.errors = Self.decodeHistory(JobField.errors.of(fields))
+        self.enqueuedAt = date(.enqueuedMs) ?? Date(timeIntervalSince1970: 0)
+        self.startedAt = date(.startedMs)
+        self.finishedAt = date(.finishedMs)
+        self.runAt = status == .queued || status == .retrying ? date(.runAtMs) : nil
+        self.scheduledFor = date(.fireMs)
+        self.uniqueKey = JobField.unique.of(fields)
+        self.worker = JobField.worker.of(fields)
+        self.owner = JobField.owner.of(fields)
         self.inDeadSet = inDeadSet
     }
 

@@ -19,38 +19,16 @@ public struct LeaderLease: Sendable {
 
     /// Takes the lease when nobody holds it, or renews it when `holder` does. True when `holder` holds it now.
     public func acquireOrRenew() async throws -> Bool {
-        try await redis.run(Self.acquire, keys: [key], arguments: [holder, String(ttl.milliseconds)]).int == 1
+        try await redis.run(LeaseAcquireCall(key: key, holder: holder, ttlMs: ttl.milliseconds)).int == 1
     }
 
     /// Gives the lease up if `holder` still holds it.
     public func release() async throws {
-        _ = try await redis.run(Self.release, keys: [key], arguments: [holder])
+        _ = try await redis.run(LeaseReleaseCall(key: key, holder: holder))
     }
 
     /// Who holds the lease now, if anyone.
     public func currentHolder() async throws -> String? {
         try await redis.send(["GET", key]).string
     }
-
-    /// KEYS: lease. ARGV: holder, ttl ms. Returns 1 when the holder has the lease.
-    static let acquire = RedisScript(
-        name: "lease-acquire",
-        source: """
-            local current = redis.call('GET', KEYS[1])
-            if current == ARGV[1] then
-              redis.call('PEXPIRE', KEYS[1], ARGV[2])
-              return 1
-            end
-            if current then return 0 end
-            redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-            return 1
-            """)
-
-    /// KEYS: lease. ARGV: holder. Deletes the lease only if the holder still has it.
-    static let release = RedisScript(
-        name: "lease-release",
-        source: """
-            if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-            return 0
-            """)
 }

@@ -1,0 +1,26 @@
+import Redis
+
+/// `enqueue.lua`: jobs with a unique key, a delay or a cron fire time, decided on the server.
+struct EnqueueCall: ScriptCall {
+    static var script: RedisScript { Scripts.enqueue }
+    let keys: [String]
+    private(set) var arguments: [String]
+
+    init(_ queue: QueueKeys, count: Int) {
+        keys = [queue.stream, queue.scheduled, queue.cron]
+        arguments = [queue.base, String(count)]
+        arguments.reserveCapacity(2 + count * 12)
+    }
+
+    /// 12 values per job. `cron`: the schedule's name and fire time; `catchUp`: a missed fire caught up at start-up.
+    mutating func add(
+        id: JobID, kind: String, payload: String, maxAttempts: Int, visibilityMs: Int64, delayMs: Int64, uniqueKey: String?,
+        uniqueTTLMs: Int64, cron: (name: String, fireMs: Int64, catchUp: Bool)?, owner: String?
+    ) {
+        arguments += [
+            id.rawValue, kind, payload, String(maxAttempts), String(visibilityMs), String(max(0, delayMs)), uniqueKey ?? "",
+            String(uniqueTTLMs), cron?.name ?? "", cron.map { String($0.fireMs) } ?? "0",
+            cron?.catchUp == true ? "catch-up" : "on-time", owner ?? "",
+        ]
+    }
+}

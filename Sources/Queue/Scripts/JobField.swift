@@ -1,0 +1,36 @@
+/// The fields of a job's record (hash `base..job:<id>`), as the scripts and the producers write them, and those of a
+/// stream entry that carries its job (`id`, `kind`, `payload`, `max`, `vis`). The names are short because a record is
+/// kept per job; `ScriptContractTests` checks that the Lua files write no other field of a record.
+enum JobField: String, CaseIterable {
+    case kind, payload
+    case maxAttempts = "max"
+    /// The visibility timeout (lease) in ms.
+    case visibilityMs = "vis"
+    case enqueuedMs = "enq"
+    /// Absent while the job waits for its first start (`queued`).
+    case status
+    case attempts
+    case startedMs = "start"
+    /// The consumer that last started it.
+    case worker
+    /// The stream entry of its current delivery: only that delivery may record its outcome.
+    case entry
+    /// The cron fire time that enqueued it.
+    case fireMs = "fire"
+    /// How many times it was handed back for running isolated after a lease ran out.
+    case lost
+    case unique, owner
+    case runAtMs = "runAt"
+    case finishedMs = "fin"
+    case result
+    case error = "err"
+    /// The last ten attempts' errors, as JSON.
+    case errors
+    /// Outages in a row (each postpones it without spending an attempt).
+    case waits
+    /// Only in a stream entry: the job's id.
+    case id
+
+    /// `fields[self]` of a record read whole.
+    func of(_ fields: [String: String]) -> String? { fields[rawValue] }
+}
