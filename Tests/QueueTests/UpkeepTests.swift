@@ -59,7 +59,7 @@ import Testing
         defer { Task { await env.cleanUp() } }
         let first = env.startWorker(upkeepLease: .seconds(60))
         let leader = first.0.options.consumer
-        #expect(try await eventually(timeout: .seconds(5)) { try await self.holder(env) == leader })
+        #expect(try await eventually { try await self.holder(env) == leader })
         // The standby asks for the lease every second (a third of its 3 s).
         let second = env.startWorker(upkeepLease: .seconds(3))
         first.0.stop()
