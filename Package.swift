@@ -68,6 +68,8 @@ let package = Package(
                 .embedInCode("Scripts/lease-release.lua"),
             ]
         ),
+        // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers.
+        .target(name: "JobContracts", dependencies: ["Queue"]),
         .target(
             name: "Postgres",
             dependencies: ["CLibpq", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
@@ -112,7 +114,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Accounts", "AppStore", "Store", "Postgres", "Queue", "Redis", "OutboundHTTP",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JobContracts", "Redis", "OutboundHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -124,7 +126,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -182,7 +184,7 @@ let package = Package(
         ),
         .testTarget(
             name: "QueueTests",
-            dependencies: ["Queue", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["Queue", "JobContracts", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "SystemTests",

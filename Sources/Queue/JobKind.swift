@@ -2,22 +2,27 @@ import Foundation
 import Logging
 import Redis
 
-/// A kind of job as code: its name (matching `jobs/<name>.yml`), its parameters and what it does.
+/// A job kind's handler: what it does with its contract's parameters.
 ///
 /// ```swift
 /// struct NoopJob: JobKind {
-///     static let name = "noop"
-///     struct Parameters: Codable, Sendable { var sleepMs: Int? }
-///     func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? { nil }
+///     typealias Contract = NoopContract
+///     func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? { nil }
 /// }
 /// ```
 public protocol JobKind: Sendable {
-    associatedtype Parameters: Decodable & Sendable
-    static var name: String { get }
+    associatedtype Contract: JobContract
+    /// The payload as the producers enqueue it.
+    typealias Parameters = Contract.Parameters
     /// Runs one attempt. Throw `JobFailure.permanent` for errors a retry cannot fix; any other error is retried
     /// with the kind's backoff. The task is cancelled when the kind's timeout passes or the worker shuts down.
     /// Returns the job's result (kept with the job for its retention), or nil.
-    func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue?
+    func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result?
+}
+
+extension JobKind {
+    /// The kind's name, as its contract and `jobs/<name>.yml` spell it.
+    public static var name: String { Contract.name }
 }
 
 /// What a handler knows about the attempt it runs.
@@ -89,7 +94,8 @@ public struct JobRegistry: Sendable {
             } catch {
                 throw JobFailure.permanent("undecodable payload for \(Kind.name): \(Self.describe(error))")
             }
-            return try await kind.run(parameters, context: context)?.jsonString
+            guard let result = try await kind.run(parameters, context: context) else { return nil }
+            return try JSONValueEncoder().encode(result).jsonString
         }
     }
 

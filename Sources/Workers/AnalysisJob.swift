@@ -1,4 +1,5 @@
 import Foundation
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -7,13 +8,7 @@ import Store
 /// a meal — once per job id. The scan reserved when the photo was accepted is charged on success and refunded
 /// (once) when the job dies: a permanent failure, or a failure on its last attempt.
 public struct AnalysisJob: JobKind {
-    public static let name = "analysis"
-
-    public struct Parameters: Decodable, Sendable {
-        public var userId: String
-        /// `meal_photos.id`, as a string (job payloads carry ids as text).
-        public var photoId: String
-    }
+    public typealias Contract = AnalysisContract
 
     /// The answer the model must give (its JSON schema is `schema`).
     struct Estimate: Decodable {
@@ -62,18 +57,15 @@ public struct AnalysisJob: JobKind {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        guard let photoID = Int64(parameters.photoId) else {
-            throw JobFailure.permanent("photoId '\(parameters.photoId)' is not a photo id")
-        }
-        return try await refundingIfItDies(
-            context, refund: { _ = try await ScanReservations(services.database).refund(photoID: photoID) },
-            { try await analyse(parameters, photoID: photoID, context: context) })
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+        try await refundingIfItDies(
+            context, refund: { _ = try await ScanReservations(services.database).refund(photoID: parameters.photoId) },
+            { try await analyse(parameters, context: context) })
     }
 
-    private func analyse(_ parameters: Parameters, photoID: Int64, context: JobContext) async throws -> JSONValue {
-        guard let photo = try await MealPhotos(services.database).find(id: photoID, userID: parameters.userId) else {
-            throw JobFailure.permanent("photo \(photoID) of user \(parameters.userId) does not exist (deleted?)")
+    private func analyse(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
+        guard let photo = try await MealPhotos(services.database).find(id: parameters.photoId, userID: parameters.userId) else {
+            throw JobFailure.permanent("photo \(parameters.photoId) of user \(parameters.userId) does not exist (deleted?)")
         }
         let dataURL = "data:\(photo.contentType);base64," + Data(photo.bytes).base64EncodedString()
         let estimate = try await AIClient(services: services).complete(
@@ -85,18 +77,16 @@ public struct AnalysisJob: JobKind {
             schemaName: "carb_estimate", schema: Self.schema)
         let meal = try Self.validate(estimate)
         let mealID = try await services.database.transaction { tx in
-            let id = try await Meals(tx).insertOnce(userID: parameters.userId, jobID: context.id.rawValue, photoID: photoID, meal: meal)
-            try await ScanReservations(tx).charge(photoID: photoID)
+            let id = try await Meals(tx).insertOnce(
+                userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
+            try await ScanReservations(tx).charge(photoID: parameters.photoId)
             return id
         }
-        return [
-            "mealId": .int(Int(mealID)),
-            "analysis": [
-                "carbEstimate": .double(meal.carbEstimate), "confidenceLow": .double(meal.confidenceLow),
-                "confidenceHigh": .double(meal.confidenceHigh), "confidenceLevel": .double(meal.confidenceLevel),
-                "analysis": .string(meal.analysis), "compositeItemName": .string(meal.name),
-            ],
-        ]
+        return .init(
+            mealId: mealID,
+            analysis: .init(
+                carbEstimate: meal.carbEstimate, confidenceLow: meal.confidenceLow, confidenceHigh: meal.confidenceHigh,
+                confidenceLevel: meal.confidenceLevel, analysis: meal.analysis, compositeItemName: meal.name))
     }
 
     /// An estimate the app can show: carbs 0–1000 g, low ≤ estimate ≤ high, confidence 0–1, a name. Anything else is

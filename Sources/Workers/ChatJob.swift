@@ -1,4 +1,5 @@
 import Foundation
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -6,13 +7,7 @@ import Store
 /// `chat` (jobs/chat.yml): the AI nutrition assistant's answer, with its `messageType` and follow-up questions
 /// (seed 001), stored in the user's chat history once per job id.
 public struct ChatJob: JobKind {
-    public static let name = "chat"
-
-    public struct Parameters: Decodable, Sendable {
-        public var userId: String
-        public var messageId: String
-        public var message: String
-    }
+    public typealias Contract = ChatContract
 
     struct Answer: Decodable {
         var response: String
@@ -45,13 +40,13 @@ public struct ChatJob: JobKind {
 
     /// The chat reserved when the message was accepted is charged with the stored answer, and refunded (once) when
     /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         try await refundingIfItDies(
             context, refund: { _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId) },
             { try await answer(parameters, context: context) })
     }
 
-    private func answer(_ parameters: Parameters, context: JobContext) async throws -> JSONValue {
+    private func answer(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
         let answer = try await AIClient(services: services).complete(
             Answer.self, kind: Self.name,
             messages: [.init(role: "system", text: Self.instructions), .init(role: "user", text: parameters.message)],
@@ -68,23 +63,16 @@ public struct ChatJob: JobKind {
             try await ChatReservations(tx).charge(messageID: parameters.messageId)
             return (id, try await Self.usage(parameters, in: tx))
         }
-        var result: [String: JSONValue] = [
-            "messageId": .int(Int(id)), "response": .string(stored), "messageType": .string(type),
-            "followUpQuestions": .array(followUps.map(JSONValue.string)),
-        ]
-        result["usage"] = usage
-        return .object(result)
+        return .init(messageId: id, response: stored, messageType: type, followUpQuestions: Array(followUps), usage: usage)
     }
 
     /// Seed 001's `usage` of a chat answer, as of this answer, so the async result (`jobs/{id}`) has the same shape
     /// as the sync 200. Nil for a job enqueued before chats were reserved.
-    static func usage(_ parameters: Parameters, in tx: PostgresTransaction) async throws -> JSONValue? {
+    static func usage(_ parameters: Parameters, in tx: PostgresTransaction) async throws -> ChatContract.Usage? {
         guard let used = try await ChatReservations(tx).usedOnItsDay(messageID: parameters.messageId),
             let user = try await Users(tx).find(id: parameters.userId)
         else { return nil }
-        return [
-            "remainingChats": user.tier.chatsPerDay.map { .int(max(0, $0 - used)) } ?? .null, "totalUsedToday": .int(used),
-            "subscriptionTier": .string(user.tier.rawValue),
-        ]
+        return .init(
+            remainingChats: user.tier.chatsPerDay.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)
     }
 }

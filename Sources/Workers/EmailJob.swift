@@ -1,3 +1,4 @@
+import JobContracts
 import Mail
 import Queue
 
@@ -5,13 +6,7 @@ import Queue
 /// SMTP 5xx (mailbox unavailable, relay denied) is permanent; no connection, a timeout or a 4xx is retried.
 /// The text may hold a sign-in link: it is never logged, and the record goes as soon as the mail is sent.
 public struct EmailJob: JobKind {
-    public static let name = "email"
-
-    public struct Parameters: Decodable, Sendable {
-        public var to: String
-        public var subject: String
-        public var text: String
-    }
+    public typealias Contract = EmailContract
 
     let services: WorkerServices
 
@@ -19,7 +14,7 @@ public struct EmailJob: JobKind {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         guard let mailer = services.mailer else { throw JobFailure.permanent("mail is not configured: SMTP_URL is not set") }
         do {
             try await mailer.send(
@@ -30,6 +25,6 @@ public struct EmailJob: JobKind {
             case .retryable: throw JobFailure.retryable(error.message)
             }
         }
-        return ["sent": true]
+        return .init(sent: true)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JobContracts
 import OutboundHTTP
 import Queue
 import Synchronization
@@ -13,21 +14,7 @@ import Synchronization
 /// A sign-out carries only seed 002 §4's three members; an endpoint without `logins/signout` (404: PostgREST has no
 /// such table, and the seed says the backend "may ignore this") is skipped, not retried.
 public struct LoginWebhookJob: JobKind {
-    public static let name = "login-webhook"
-
-    /// As `LoginRecorder` and `LoginRoutes` enqueue it (seed 002's field names).
-    public struct Parameters: Decodable, Sendable {
-        public var event: String
-        public var eventId: String
-        public var provider: String
-        // swift-format-ignore: AlwaysUseLowerCamelCase
-        public var provider_uid: String
-        public var email: String?
-        // swift-format-ignore: AlwaysUseLowerCamelCase
-        public var display_name: String?
-        // swift-format-ignore: AlwaysUseLowerCamelCase
-        public var client_timestamp: String
-    }
+    public typealias Contract = LoginWebhookContract
 
     let services: WorkerServices
     /// Whether this process has already said that the endpoint has no sign-out path (said once, not per event).
@@ -37,15 +24,14 @@ public struct LoginWebhookJob: JobKind {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         guard let base = services.settings.loginWebhookURL else {
             throw JobFailure.permanent("login webhook is not configured: LOGIN_WEBHOOK_URL is not set")
         }
         let path: String
         switch parameters.event {
-        case "signin": path = "/logins"
-        case "signout": path = "/logins/signout"
-        default: throw JobFailure.permanent("unknown login event '\(parameters.event)' (expected signin or signout)")
+        case .signin: path = "/logins"
+        case .signout: path = "/logins/signout"
         }
         let request = Self.request(
             parameters, url: base + path, apiKey: services.settings.loginWebhookAPIKey, idField: services.settings.loginWebhookIDField)
@@ -66,12 +52,12 @@ public struct LoginWebhookJob: JobKind {
     /// gateway wants them.
     static func request(_ parameters: Parameters, url: String, apiKey: String?, idField: String?) -> OutboundHTTP.HTTPRequest {
         var body: [String: JSONValue] = [
-            "provider": .string(parameters.provider), "provider_uid": .string(parameters.provider_uid),
-            "client_timestamp": .string(parameters.client_timestamp),
+            "provider": .string(parameters.provider), "provider_uid": .string(parameters.providerUID),
+            "client_timestamp": .string(parameters.clientTimestamp),
         ]
-        if parameters.event == "signin" {
+        if parameters.event == .signin {
             body["email"] = parameters.email.map(JSONValue.string) ?? .null
-            body["display_name"] = parameters.display_name.map(JSONValue.string) ?? .null
+            body["display_name"] = parameters.displayName.map(JSONValue.string) ?? .null
             if let idField { body[idField] = .string(parameters.eventId) }
         }
         var headers: [(name: String, value: String)] = [
@@ -87,21 +73,21 @@ public struct LoginWebhookJob: JobKind {
     /// 2xx → delivered; 409 `23505` → delivered before; a sign-out answered 404 → skipped (the endpoint has no
     /// sign-out path); 408/429/5xx → retry (after `Retry-After` when given); any other 4xx → dead at once with
     /// PostgREST's code and message (a retry would be refused the same way).
-    func classify(_ response: HTTPResponse, event: String) throws -> JSONValue {
+    func classify(_ response: HTTPResponse, event: LoginWebhookContract.Event) throws -> Contract.Result {
         if (200..<300).contains(response.status) {
-            return ["delivered": true, "status": .int(response.status)]
+            return .init(delivered: true, status: response.status)
         }
         let problem = PostgRESTProblem(response.body)
         if response.status == 409, problem.code == "23505" {
-            return ["delivered": true, "duplicate": true]
+            return .init(delivered: true, duplicate: true)
         }
-        if response.status == 404, event == "signout" {
+        if response.status == 404, event == .signout {
             if signOutMissingNoticed.first() {
                 services.logger.notice(
                     "the login endpoint has no logins/signout (404); sign-outs are skipped",
                     metadata: ["answer": "\(redacted(problem.summary))"])
             }
-            return ["delivered": false, "skipped": "the endpoint has no logins/signout (404)"]
+            return .init(delivered: false, skipped: "the endpoint has no logins/signout (404)")
         }
         let reason = redacted("login endpoint answered \(response.status)\(problem.summary)")
         switch response.outcome {

@@ -1,4 +1,5 @@
 import Foundation
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -9,9 +10,7 @@ import Store
 /// First it refunds the scans of analyses and the chats of chat jobs that died without running their handler
 /// (hourly, so none waits long).
 public struct PhotoRetentionJob: JobKind {
-    public static let name = "photo-retention"
-
-    public struct Parameters: Decodable, Sendable {}
+    public typealias Contract = PhotoRetentionContract
 
     let services: WorkerServices
     let batchSize: Int
@@ -50,7 +49,7 @@ public struct PhotoRetentionJob: JobKind {
         return refunded
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let refunded = try await refundAbandonedScans()
         let chatsRefunded = try await refundAbandonedChats()
         let cutoff = Date().addingTimeInterval(-Double(services.settings.photoRetention.components.seconds))
@@ -74,9 +73,8 @@ public struct PhotoRetentionJob: JobKind {
         }
         try Task.checkCancellation()
         context.logger.info("old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"])
-        return .object([
-            "photosDeleted": .int(deleted), "batches": .int(batches), "scansRefunded": .int(refunded), "chatsRefunded": .int(chatsRefunded),
-            "cutoff": .string(ISO8601DateFormatter().string(from: cutoff)),
-        ])
+        return .init(
+            photosDeleted: deleted, batches: batches, scansRefunded: refunded, chatsRefunded: chatsRefunded,
+            cutoff: ISO8601DateFormatter().string(from: cutoff))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JobContracts
 import Queue
 import Store
 
@@ -10,13 +11,7 @@ import Store
 /// for. Each user is reset at most once per period: the reset moves their `scan_reset_date` past the period's
 /// start, which is the guard every later run (and `ScanQuota`) checks.
 public struct ScanResetJob: JobKind {
-    public static let name = "scan-reset"
-
-    public struct Parameters: Decodable, Sendable {
-        public var scope: Tier.ResetPeriod
-        /// `2026-11-22` (daily) or `2026-11` (monthly); default: the fire time's.
-        public var period: String?
-    }
+    public typealias Contract = ScanResetContract
 
     let services: WorkerServices
     let batchSize: Int
@@ -26,17 +21,18 @@ public struct ScanResetJob: JobKind {
         self.batchSize = batchSize
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let zone = services.settings.scanResetTimeZone
+        let scope = Tier.ResetPeriod(parameters.scope)
         let period: ScanResetPeriod
         if let text = parameters.period {
-            guard let parsed = ScanResetPeriod(parameters.scope, text, in: zone) else {
-                throw JobFailure.permanent("period '\(text)' is not a \(parameters.scope) period (2026-11-22 or 2026-11)")
+            guard let parsed = ScanResetPeriod(scope, text, in: zone) else {
+                throw JobFailure.permanent("period '\(text)' is not a \(scope) period (2026-11-22 or 2026-11)")
             }
             period = parsed
         } else {
             let fireTime = context.scheduledFor ?? context.enqueuedAt
-            period = ScanResetPeriod(parameters.scope, containing: fireTime, in: zone)
+            period = ScanResetPeriod(scope, containing: fireTime, in: zone)
             if context.scheduledFor != nil && period.start != fireTime {
                 // The cron's zone (jobs/scan-reset.yml) and SCAN_RESET_TIMEZONE must agree, or fires land mid-period.
                 context.logger.warning(
@@ -47,7 +43,7 @@ public struct ScanResetJob: JobKind {
         let clock = ContinuousClock()
         let start = clock.now
         var total = ScanResets.Outcome()
-        for tier in Tier.allCases where tier.scanResetPeriod == parameters.scope {
+        for tier in Tier.allCases where tier.scanResetPeriod == scope {
             let outcome = try await ScanResets(services.database).reset(
                 tier: tier, periodStart: period.start, nextReset: tier.nextScanReset(after: period.start, in: zone), batchSize: batchSize)
             total.usersReset += outcome.usersReset
@@ -57,12 +53,20 @@ public struct ScanResetJob: JobKind {
         let elapsed = clock.now - start
         context.logger.info(
             "scan quotas reset",
-            metadata: ["period": "\(period.name)", "scope": "\(parameters.scope.rawValue)", "users": "\(total.usersReset)"])
-        return .object([
-            "period": .string(period.name), "scope": .string(parameters.scope.rawValue), "usersReset": .int(total.usersReset),
-            "batches": .int(total.batches), "longestBatchMs": .double(milliseconds(total.longestBatch)),
-            "elapsedMs": .double(milliseconds(elapsed)),
-        ])
+            metadata: ["period": "\(period.name)", "scope": "\(scope.rawValue)", "users": "\(total.usersReset)"])
+        return .init(
+            period: period.name, scope: parameters.scope, usersReset: total.usersReset, batches: total.batches,
+            longestBatchMs: milliseconds(total.longestBatch), elapsedMs: milliseconds(elapsed))
+    }
+}
+
+extension Tier.ResetPeriod {
+    /// The tiers a scan-reset job's scope resets are those whose quota renews in that period.
+    init(_ scope: ScanResetContract.Scope) {
+        switch scope {
+        case .daily: self = .daily
+        case .monthly: self = .monthly
+        }
     }
 }
 

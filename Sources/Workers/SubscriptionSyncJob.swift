@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JobContracts
 import Queue
 import Store
 
@@ -11,18 +12,7 @@ import Store
 /// reconciliation) and is stored only when no newer state was stored before, so out-of-order jobs converge.
 /// The nightly reconciliation (no subscription id) enqueues one sync per subscribed user instead.
 public struct SubscriptionSyncJob: JobKind {
-    public static let name = "subscription-sync"
-
-    public struct Parameters: Decodable, Sendable {
-        public var userId: String?
-        public var subscriptionId: String?
-        public var source: String
-        /// The provider event's creation time, unix seconds.
-        public var eventCreated: Int?
-        /// `appstore`: the StoreKit 2 transaction a notification carried (a JWS, verified again here).
-        public var signedTransaction: String?
-        public var notificationType: String?
-    }
+    public typealias Contract = SubscriptionSyncContract
 
     /// Users read per page by the reconciliation, each page enqueued in one round trip.
     static let reconciliationPage = 500
@@ -33,16 +23,16 @@ public struct SubscriptionSyncJob: JobKind {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> JSONValue? {
-        if parameters.source == "reconciliation", parameters.subscriptionId == nil, parameters.userId == nil {
-            return try await reconcile(context)
+    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+        if parameters.source == .reconciliation, parameters.subscriptionId == nil, parameters.userId == nil {
+            return .reconciliation(try await reconcile(context))
         }
         let subscriptions = Subscriptions(services.database)
-        if parameters.source == "appstore" {
+        if parameters.source == .appstore {
             guard let signed = parameters.signedTransaction else {
                 throw JobFailure.permanent("an appstore sync carries no signedTransaction")
             }
-            return try await applyAppStore(signed, userID: parameters.userId, context: context)
+            return .state(try await applyAppStore(signed, userID: parameters.userId, context: context))
         }
         var subscriptionID = parameters.subscriptionId
         if subscriptionID == nil, let userID = parameters.userId {
@@ -50,14 +40,14 @@ public struct SubscriptionSyncJob: JobKind {
             if subscriptionID == nil, let signed = try await subscriptions.appStoreTransaction(userID: userID) {
                 // An App Store subscriber: its last verified transaction, read again now (an expiry no notification
                 // reported ends the paid tier here).
-                return try await applyAppStore(signed, userID: userID, context: context)
+                return .state(try await applyAppStore(signed, userID: userID, context: context))
             }
             if subscriptionID == nil {
                 // Nothing at the provider to read: the user's state is what the app should see.
                 guard let state = try await subscriptions.state(userID: userID) else {
                     throw JobFailure.permanent("user \(userID) does not exist")
                 }
-                return Self.result(state, applied: false)
+                return .state(Self.result(state, applied: false))
             }
         }
         guard let subscriptionID else { throw JobFailure.permanent("the payload names neither a subscription nor a user") }
@@ -81,12 +71,12 @@ public struct SubscriptionSyncJob: JobKind {
         }
         let scanReset = update.tier.nextScanReset(after: Date(), in: services.settings.scanResetTimeZone)
         let outcome = try await subscriptions.apply(update, userID: owner, scanReset: scanReset)
-        return try Self.result(outcome, subscription: "subscription \(subscription.id)", owner: owner, context: context)
+        return .state(try Self.result(outcome, subscription: "subscription \(subscription.id)", owner: owner, context: context))
     }
 
     /// Stores what a StoreKit 2 transaction says, after verifying it as the API did (the job trusts nothing it did
     /// not check itself). Its signing time orders it: an older notification never overwrites a newer state.
-    func applyAppStore(_ signed: String, userID: String?, context: JobContext) async throws -> JSONValue {
+    func applyAppStore(_ signed: String, userID: String?, context: JobContext) async throws -> SubscriptionSyncContract.State {
         guard let appStore = services.settings.appStore else {
             throw JobFailure.permanent("App Store purchases are not configured: APPSTORE_BUNDLE_ID is not set")
         }
@@ -115,7 +105,9 @@ public struct SubscriptionSyncJob: JobKind {
     }
 
     /// The job's result for what `apply` did, either provider.
-    static func result(_ outcome: Subscriptions.Outcome, subscription: String, owner: String, context: JobContext) throws -> JSONValue {
+    static func result(
+        _ outcome: Subscriptions.Outcome, subscription: String, owner: String, context: JobContext
+    ) throws -> SubscriptionSyncContract.State {
         switch outcome {
         case .applied(let state):
             return result(state, applied: true)
@@ -130,7 +122,7 @@ public struct SubscriptionSyncJob: JobKind {
 
     /// One sync job per user with a stored subscription, enqueued page by page. Each job's uniqueness key names this
     /// reconciliation job, so a re-delivered reconciliation enqueues nothing twice.
-    func reconcile(_ context: JobContext) async throws -> JSONValue {
+    func reconcile(_ context: JobContext) async throws -> SubscriptionSyncContract.Reconciliation {
         let queue = JobQueue(redis: services.redis, catalog: services.catalog, options: QueueOptions(prefix: services.prefix))
         let subscriptions = Subscriptions(services.database)
         var after: String?
@@ -142,25 +134,22 @@ public struct SubscriptionSyncJob: JobKind {
             guard let last = page.last else { break }
             let jobs = page.map { user in
                 (
-                    kind: Self.name,
-                    payload: ["source": "reconciliation", "userId": .string(user.userID), "subscriptionId": .string(user.subscriptionID)]
-                        as JSONValue,
+                    parameters: Parameters(userId: user.userID, subscriptionId: user.subscriptionID, source: .reconciliation),
                     options: EnqueueOptions(
                         uniqueKey: "subscription-sync:reconcile:\(context.id.rawValue):\(user.userID)", owner: user.userID)
                 )
             }
-            enqueued += try await queue.enqueue(jobs).filter { $0.id != nil }.count
+            enqueued += try await queue.enqueue(Contract.self, jobs).filter { $0.id != nil }.count
             users += page.count
             after = last.userID
         }
-        return ["users": .int(users), "enqueued": .int(enqueued)]
+        return .init(users: users, enqueued: enqueued)
     }
 
-    static func result(_ state: SubscriptionState, applied: Bool) -> JSONValue {
-        [
-            "userId": .string(state.userID), "tier": .string(state.tier.rawValue), "status": .string(state.status),
-            "renewalDate": state.renewalDate.map { .string(Self.timestamp($0)) } ?? .null, "applied": .bool(applied),
-        ]
+    static func result(_ state: SubscriptionState, applied: Bool) -> SubscriptionSyncContract.State {
+        .init(
+            userId: state.userID, tier: state.tier.rawValue, status: state.status, renewalDate: state.renewalDate.map(Self.timestamp),
+            applied: applied)
     }
 
     private static func timestamp(_ date: Date) -> String {

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import JobContracts
 import Queue
 
 /// Handlers' settings, from the environment. Missing provider settings are not start-up errors: the kinds that
@@ -58,7 +59,7 @@ public struct WorkerSettings: Sendable {
     }
 
     /// An analysis answer is a short JSON object (about 200 tokens); a chat answer at most 8,000 characters is kept.
-    public static let defaultMaxTokens = ["analysis": 700, "chat": 1200]
+    public static let defaultMaxTokens = [AnalysisContract.name: 700, ChatContract.name: 1200]
 
     /// The bound for `kind`'s answers (1,000 for a kind without its own).
     public func aiMaxTokens(forKind kind: String) -> Int { aiMaxTokens[kind] ?? 1000 }

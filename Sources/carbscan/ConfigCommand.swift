@@ -69,8 +69,8 @@ struct ConfigCommand: AsyncParsableCommand {
                 lines += [
                     ("AI_BASE_URL", workers.aiBaseURL ?? "(unset: analysis and chat jobs die as misconfigured)"),
                     ("AI_API_KEY", workers.aiAPIKey == nil ? "(unset)" : "set"), ("AI_MODEL", workers.aiModel),
-                    ("AI_MAX_TOKENS_ANALYSIS", "\(workers.aiMaxTokens(forKind: "analysis"))"),
-                    ("AI_MAX_TOKENS_CHAT", "\(workers.aiMaxTokens(forKind: "chat"))"),
+                    ("AI_MAX_TOKENS_ANALYSIS", "\(workers.aiMaxTokens(forKind: AnalysisJob.name))"),
+                    ("AI_MAX_TOKENS_CHAT", "\(workers.aiMaxTokens(forKind: ChatJob.name))"),
                     ("LOGIN_WEBHOOK_URL", workers.loginWebhookURL ?? "(unset: no login events sent)"),
                     ("LOGIN_WEBHOOK_API_KEY", workers.loginWebhookAPIKey == nil ? "(unset)" : "set"),
                     ("LOGIN_WEBHOOK_ID_FIELD", workers.loginWebhookIDField ?? "none"), ("STRIPE_API_BASE", workers.stripeAPIBase),

@@ -1,12 +1,13 @@
 import Foundation
 import Queue
+import Workers
 
 /// Checks between settings and the job files that nothing else would notice.
 enum SettingChecks {
     /// `SCAN_RESET_TIMEZONE` decides which day or month a scan-reset fire belongs to; the schedules in
     /// jobs/scan-reset.yml decide when it fires. In two zones, fires land mid-period.
     static func scanResetZone(_ zone: TimeZone, catalog: JobCatalog) throws(SettingError) {
-        guard let kind = catalog["scan-reset"] else { return }
+        guard let kind = catalog[ScanResetJob.name] else { return }
         for schedule in kind.schedules where schedule.timeZone.identifier != zone.identifier {
             throw SettingError(
                 "SCAN_RESET_TIMEZONE",
