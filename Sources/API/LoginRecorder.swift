@@ -1,5 +1,6 @@
 import Accounts
 import Foundation
+import JobContracts
 import Logging
 import Postgres
 import Queue
@@ -14,22 +15,20 @@ struct LoginRecorder: Sendable {
     let webhookConfigured: Bool
     let logger: Logger
 
-    func record(_ event: SignInEvent, kind: String, ip: String?) async {
+    func record(_ event: SignInEvent, kind: LoginWebhookContract.Event, ip: String?) async {
         let eventID = UUID.randomV4()
         do {
-            try await LoginEvents(database).record(eventID: eventID, userID: event.userID, kind: kind, provider: event.provider, ip: ip)
+            try await LoginEvents(database).record(
+                eventID: eventID, userID: event.userID, kind: kind.rawValue, provider: event.provider, ip: ip)
         } catch {
             logger.error("login event not recorded", metadata: ["user": "\(event.userID)", "error": "\(error)"])
         }
         guard webhookConfigured else { return }
-        let payload: JSONValue = [
-            "event": .string(kind), "eventId": .string(eventID.lowercasedString), "provider": .string(event.provider),
-            "provider_uid": .string(event.subject), "email": event.email.map(JSONValue.string) ?? .null,
-            "display_name": event.displayName.map(JSONValue.string) ?? .null,
-            "client_timestamp": .string(Timestamp.format(Date())),
-        ]
+        let parameters = LoginWebhookContract.Parameters(
+            event: kind, eventId: eventID.lowercasedString, provider: event.provider, providerUID: event.subject, email: event.email,
+            displayName: event.displayName, clientTimestamp: Timestamp.format(Date()))
         do {
-            _ = try await queue.enqueue("login-webhook", payload: payload, options: EnqueueOptions(owner: event.userID))
+            _ = try await queue.enqueue(LoginWebhookContract.self, parameters, options: EnqueueOptions(owner: event.userID))
         } catch {
             // The sign-in itself succeeded; a lost notification is logged, not turned into a failed sign-in.
             logger.error("login-webhook not enqueued", metadata: ["user": "\(event.userID)", "error": "\(error)"])

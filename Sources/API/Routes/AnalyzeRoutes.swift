@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -25,8 +26,8 @@ struct AnalyzeRoutes {
             var scanResetDate: Date
             var subscriptionTier: String
         }
-        var analysis: JSONValue
-        var mealId: Int
+        var analysis: AnalysisContract.Analysis
+        var mealId: Int64
         var scanUsage: ScanUsage
     }
 
@@ -50,11 +51,11 @@ struct AnalyzeRoutes {
                     "subscriptionTier": .string(quota.tier.rawValue),
                 ])
         }
-        var payload: [String: JSONValue] = ["userId": .string(user.id), "photoId": .string(String(photoID))]
-        if !upload.metadata.isEmpty { payload["metadata"] = .object(upload.metadata.mapValues(JSONValue.string)) }
+        let parameters = AnalysisContract.Parameters(
+            userId: user.id, photoId: photoID, metadata: upload.metadata.isEmpty ? nil : upload.metadata)
         let id: JobID
         do {
-            guard let enqueued = try await queue.enqueue("analysis", payload: .object(payload), options: EnqueueOptions(owner: user.id)).id
+            guard let enqueued = try await queue.enqueue(AnalysisContract.self, parameters, options: EnqueueOptions(owner: user.id)).id
             else { throw StoreError("the analysis of photo \(photoID) was not enqueued") }
             id = enqueued
             try await ScanReservations(database).attach(photoID: photoID, jobID: id.rawValue)
@@ -65,13 +66,13 @@ struct AnalyzeRoutes {
             throw error
         }
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
-            guard let result = record.result, let value = try? JSONValue(parsing: result), case .object(let fields) = value,
-                let analysis = fields["analysis"], case .int(let mealID) = fields["mealId"] ?? .null
-            else { throw StoreError("analysis job \(id) succeeded without a result") }
+            guard let result = try? record.result(as: AnalysisContract.self) else {
+                throw StoreError("analysis job \(id) succeeded without a result")
+            }
             let quota = try await ScanQuota(database).current(userID: user.id, now: Date(), timeZone: settings.scanResetTimeZone)
             return try Envelope.success(
                 Result(
-                    analysis: analysis, mealId: mealID,
+                    analysis: result.analysis, mealId: result.mealId,
                     scanUsage: .init(remainingScans: quota.remaining, scanResetDate: quota.resetDate, subscriptionTier: quota.tier.rawValue)
                 ))
         }

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import Hummingbird
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -94,14 +95,12 @@ struct AppStoreRoutes {
         guard let transaction, let signedTransaction = notification.data?.signedTransactionInfo else {
             return try Envelope.success(WebhookReceived(received: true, ignored: true, jobId: nil))
         }
-        let payload: JSONValue = [
-            "source": "appstore", "signedTransaction": .string(signedTransaction),
-            "notificationType": .string(String(notification.notificationType.prefix(50))),
-            "eventCreated": .int(Int(notification.signedDate / 1000)),
-        ]
+        let parameters = SubscriptionSyncContract.Parameters(
+            source: .appstore, eventCreated: Int(notification.signedDate / 1000), signedTransaction: signedTransaction,
+            notificationType: String(notification.notificationType.prefix(50)))
         let owner = try await Subscriptions(database).userID(appStoreOriginalTransactionID: transaction.originalTransactionId)
         let result = try await queue.enqueue(
-            "subscription-sync", payload: payload,
+            SubscriptionSyncContract.self, parameters,
             options: EnqueueOptions(
                 uniqueKey: "subscription-sync:appstore:\(notification.notificationUUID.prefix(64))", uniqueTTL: Self.notificationUniqueness,
                 owner: owner))

@@ -51,7 +51,7 @@ struct AuthRoutes {
         let deviceID = try Field.text(body.deviceId, "deviceId", max: 200)
         do {
             let (session, event) = try await accounts.signInWithApple(identityToken: token, name: name, deviceID: deviceID)
-            await recorder.record(event, kind: "signin", ip: context.remoteIP)
+            await recorder.record(event, kind: .signin, ip: context.remoteIP)
             return try Envelope.success(AuthResult(session))
         } catch AccountError.appleNotConfigured {
             throw APIError(.serviceUnavailable, "CONFIGURATION_ERROR", "Apple Sign In is not configured on this server")
@@ -84,7 +84,7 @@ struct AuthRoutes {
         do {
             let (session, event) = try await accounts.register(
                 email: body.email, password: body.password, firstName: firstName, lastName: lastName, deviceID: deviceID)
-            await recorder.record(event, kind: "signin", ip: context.remoteIP)
+            await recorder.record(event, kind: .signin, ip: context.remoteIP)
             return try Envelope.success(AuthResult(session), status: .created)
         } catch AccountError.invalidInput(let field, let message) {
             throw APIError.validation(field, message)
@@ -108,7 +108,7 @@ struct AuthRoutes {
         do {
             let (session, event) = try await accounts.login(email: body.email, password: body.password, deviceID: deviceID)
             try await throttle.recordSuccess(email: body.email)
-            await recorder.record(event, kind: "signin", ip: context.remoteIP)
+            await recorder.record(event, kind: .signin, ip: context.remoteIP)
             return try Envelope.success(AuthResult(session))
         } catch AccountError.invalidCredentials {
             try await throttle.recordFailure(email: body.email)
@@ -164,7 +164,7 @@ struct AuthRoutes {
             let event = SignInEvent(
                 userID: user.id, provider: provider, subject: identity?.subject ?? user.id, email: user.email,
                 displayName: name.isEmpty ? nil : name)
-            await recorder.record(event, kind: "signout", ip: context.remoteIP)
+            await recorder.record(event, kind: .signout, ip: context.remoteIP)
         }
         return try Envelope.success(["revoked": true])
     }

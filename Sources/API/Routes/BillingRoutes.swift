@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -56,17 +57,14 @@ struct BillingRoutes {
         guard let object = event["data"]?["object"], case .string(let subscriptionID)? = object["id"],
             (1...255).contains(subscriptionID.count)
         else { throw APIError.validation("data.object.id", "the event carries no subscription id") }
-        var payload: [String: JSONValue] = ["source": "webhook", "subscriptionId": .string(subscriptionID)]
-        if case .int(let created)? = event["created"], created >= 0 { payload["eventCreated"] = .int(created) }
-        var owner: String?
-        if case .string(let userID)? = object["metadata"]?["userId"], (1...255).contains(userID.count) {
-            payload["userId"] = .string(userID)
-            owner = userID
-        }
+        var parameters = SubscriptionSyncContract.Parameters(subscriptionId: subscriptionID, source: .webhook)
+        if case .int(let created)? = event["created"], created >= 0 { parameters.eventCreated = created }
+        if case .string(let userID)? = object["metadata"]?["userId"], (1...255).contains(userID.count) { parameters.userId = userID }
         // One job per event: Stripe re-sends an event until it gets a 2xx, sometimes after one already arrived.
         let result = try await queue.enqueue(
-            SubscriptionSync.kind, payload: .object(payload),
-            options: EnqueueOptions(uniqueKey: "subscription-sync:event:\(eventID)", uniqueTTL: Self.eventUniqueness, owner: owner))
+            SubscriptionSyncContract.self, parameters,
+            options: EnqueueOptions(
+                uniqueKey: "subscription-sync:event:\(eventID)", uniqueTTL: Self.eventUniqueness, owner: parameters.userId))
         return try Envelope.success(WebhookReceived(received: true, ignored: false, jobId: result.jobID?.rawValue))
     }
 
@@ -82,23 +80,13 @@ struct BillingRoutes {
 
     func sync(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.principal(request)
-        var payload: [String: JSONValue] = ["source": "app", "userId": .string(caller.userID)]
-        if let subscriptionID = try await Subscriptions(database).subscriptionID(userID: caller.userID) {
-            payload["subscriptionId"] = .string(subscriptionID)
-        }
+        let subscriptionID = try await Subscriptions(database).subscriptionID(userID: caller.userID)
+        let parameters = SubscriptionSyncContract.Parameters(userId: caller.userID, subscriptionId: subscriptionID, source: .app)
         guard
-            let id = try await queue.enqueue(
-                SubscriptionSync.kind, payload: .object(payload), options: EnqueueOptions(owner: caller.userID)
-            ).id
+            let id = try await queue.enqueue(SubscriptionSyncContract.self, parameters, options: EnqueueOptions(owner: caller.userID)).id
         else { throw StoreError("subscription-sync was not enqueued") }
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
-            struct Stored: Decodable {
-                var userId: String
-                var tier: String
-                var status: String
-                var renewalDate: String?
-            }
-            guard let text = record.result, let stored = try? JSONDecoder().decode(Stored.self, from: Data(text.utf8)) else {
+            guard case .state(let stored)? = try? record.result(as: SubscriptionSyncContract.self) else {
                 throw StoreError("subscription-sync job \(id) succeeded without a result")
             }
             return try Envelope.success(
@@ -107,10 +95,6 @@ struct BillingRoutes {
                     renewalDate: stored.renewalDate.flatMap(Timestamp.parse)))
         }
     }
-}
-
-private enum SubscriptionSync {
-    static let kind = "subscription-sync"
 }
 
 /// Checks `Stripe-Signature` as Stripe documents it: `t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=…]` over

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JobContracts
 import Postgres
 import Queue
 import Store
@@ -22,15 +23,10 @@ struct ChatRoutes {
     }
 
     struct Answer: Encodable {
-        struct Usage: Encodable {
-            @Nullable var remainingChats: Int?
-            var totalUsedToday: Int
-            var subscriptionTier: String
-        }
         var response: String
         var messageType: String
         var followUpQuestions: [String]
-        var usage: Usage
+        var usage: ChatContract.Usage
     }
 
     func send(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -57,10 +53,10 @@ struct ChatRoutes {
                     "subscriptionTier": .string(user.tier.rawValue),
                 ])
         }
-        let payload: JSONValue = ["userId": .string(user.id), "messageId": .string(messageID), "message": .string(message)]
+        let parameters = ChatContract.Parameters(userId: user.id, messageId: messageID, message: message)
         let id: JobID
         do {
-            guard let enqueued = try await queue.enqueue("chat", payload: payload, options: EnqueueOptions(owner: user.id)).id else {
+            guard let enqueued = try await queue.enqueue(ChatContract.self, parameters, options: EnqueueOptions(owner: user.id)).id else {
                 throw StoreError("the chat message was not enqueued")
             }
             id = enqueued
@@ -71,26 +67,11 @@ struct ChatRoutes {
             throw error
         }
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
-            struct Stored: Decodable {
-                struct Usage: Decodable {
-                    var remainingChats: Int?
-                    var totalUsedToday: Int
-                    var subscriptionTier: String
-                }
-                var response: String
-                var messageType: String
-                var followUpQuestions: [String]
-                /// As of the answer (the job's result has it, so `jobs/{id}` shows the same); older jobs lack it.
-                var usage: Usage?
-            }
-            guard let text = record.result, let stored = try? JSONDecoder().decode(Stored.self, from: Data(text.utf8)) else {
+            guard let stored = try? record.result(as: ChatContract.self) else {
                 throw StoreError("chat job \(id) succeeded without a result")
             }
             let usage =
-                stored.usage.map {
-                    Answer.Usage(
-                        remainingChats: $0.remainingChats, totalUsedToday: $0.totalUsedToday, subscriptionTier: $0.subscriptionTier)
-                }
+                stored.usage
                 ?? .init(remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)
             return try Envelope.success(
                 Answer(

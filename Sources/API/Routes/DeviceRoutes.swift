@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JobContracts
 import Postgres
 import Queue
 
@@ -59,17 +60,13 @@ struct DeviceRoutes {
             throw APIError.validation("platform", "field 'platform' must be one of ios, android")
         }
         let token = try DevicePlatform.checkedToken(body.deviceToken, for: platform)
-        var payload: [String: JSONValue] = ["action": "register", "platform": .string(platform.rawValue), "token": .string(token)]
-        if let owner { payload["userId"] = .string(owner) }
-        for (key, value, max) in [
-            ("deviceModel", body.deviceModel, 100), ("osVersion", body.osVersion, 50), ("appVersion", body.appVersion, 50),
-        ] {
-            if let text = try Field.text(value, key, max: max) { payload[key] = .string(text) }
-        }
-        let (id, record) = try await run(.object(payload), owner: owner, request)
-        if let record, record.status == .succeeded,
-            case .string(let deviceID)? = try record.result.map(JSONValue.init(parsing:))?["deviceId"]
-        {
+        let parameters = PushRegistrationContract.Parameters(
+            action: .register, userId: owner, platform: platform, token: token,
+            deviceModel: try Field.text(body.deviceModel, "deviceModel", max: 100),
+            osVersion: try Field.text(body.osVersion, "osVersion", max: 50),
+            appVersion: try Field.text(body.appVersion, "appVersion", max: 50))
+        let (id, record) = try await run(parameters, owner: owner, request)
+        if let record, record.status == .succeeded, let deviceID = try record.result(as: PushRegistrationContract.self)?.deviceId {
             return try Envelope.success(Registered(registered: true, deviceId: deviceID))
         }
         return try pending(id, Pending(registered: false, jobId: id.rawValue, status: record?.status.rawValue ?? "queued"))
@@ -80,7 +77,7 @@ struct DeviceRoutes {
         let body = try await JSONBody.decode(UnregisterBody.self, from: request, allowedKeys: ["deviceToken"])
         // Either platform's format: the row is found by token alone.
         let token = try Field.text(body.deviceToken, "deviceToken", max: DevicePlatform.maxTokenLength, required: true)!
-        let (id, record) = try await run(["action": "unregister", "token": .string(token)], owner: owner, request)
+        let (id, record) = try await run(.init(action: .unregister, token: token), owner: owner, request)
         if record?.status == .succeeded {
             return try Envelope.success(Unregistered(unregistered: true))
         }
@@ -100,8 +97,11 @@ struct DeviceRoutes {
     /// Enqueues the job and waits for it (unless the client asked not to): its id and its record as it stands then;
     /// no record when Redis went away after the job was accepted (the client gets the job, 202, not a 503 that would
     /// make it register again).
-    private func run(_ payload: JSONValue, owner: String?, _ request: Request) async throws -> (id: JobID, record: JobRecord?) {
-        let result = try await queue.enqueue("push-registration", payload: payload, options: EnqueueOptions(owner: owner, indexed: true))
+    private func run(
+        _ parameters: PushRegistrationContract.Parameters, owner: String?, _ request: Request
+    ) async throws -> (id: JobID, record: JobRecord?) {
+        let result = try await queue.enqueue(
+            PushRegistrationContract.self, parameters, options: EnqueueOptions(owner: owner, indexed: true))
         guard let id = result.id else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration was not queued") }
         // RFC 7240: the client would rather have the job id now than wait.
         let respondAsync = request.headers[values: HTTPField.Name("Prefer")!].contains { $0.lowercased().contains("respond-async") }
@@ -121,10 +121,11 @@ struct DeviceRoutes {
     }
 }
 
-/// A push platform and the shape of its device tokens, checked before anything is queued.
-enum DevicePlatform: String {
-    case ios, android
+/// A push platform, as `push-registration` jobs store it.
+typealias DevicePlatform = PushRegistrationContract.Platform
 
+/// The shape of each platform's device tokens, checked before anything is queued.
+extension DevicePlatform {
     /// FCM registration tokens have no documented maximum; this bound keeps a row (and a job) small.
     static let maxTokenLength = 4096
 

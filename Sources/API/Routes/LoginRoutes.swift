@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JobContracts
 import Queue
 
 /// `logins` and `logins/signout` (seed 002): the app reports a sign-in or sign-out with a provider it handled
@@ -11,8 +12,8 @@ struct LoginRoutes {
     let webhookConfigured: Bool
 
     func register(on api: RouteTable) {
-        api.post("logins") { request, context in try await report(request, context, event: "signin") }
-        api.post("logins/signout") { request, context in try await report(request, context, event: "signout") }
+        api.post("logins") { request, context in try await report(request, context, event: .signin) }
+        api.post("logins/signout") { request, context in try await report(request, context, event: .signout) }
     }
 
     struct LoginBody: Decodable, NullableMembers {
@@ -34,7 +35,7 @@ struct LoginRoutes {
 
     }
 
-    func report(_ request: Request, _ context: APIContext, event: String) async throws -> Response {
+    func report(_ request: Request, _ context: APIContext, event: LoginWebhookContract.Event) async throws -> Response {
         let caller = try await authenticator.principal(request)
         let body = try await JSONBody.decode(
             LoginBody.self, from: request, allowedKeys: ["provider", "provider_uid", "email", "display_name", "client_timestamp"])
@@ -49,12 +50,10 @@ struct LoginRoutes {
         guard webhookConfigured else {
             return try Envelope.success(Accepted(enqueued: false, eventId: eventID, jobId: nil), status: .accepted)
         }
-        let payload: JSONValue = [
-            "event": .string(event), "eventId": .string(eventID), "provider": .string(provider), "provider_uid": .string(subject),
-            "email": email.map(JSONValue.string) ?? .null, "display_name": name.map(JSONValue.string) ?? .null,
-            "client_timestamp": .string(Timestamp.format(body.client_timestamp)),
-        ]
-        let result = try await queue.enqueue("login-webhook", payload: payload, options: EnqueueOptions(owner: caller.userID))
+        let parameters = LoginWebhookContract.Parameters(
+            event: event, eventId: eventID, provider: provider, providerUID: subject, email: email, displayName: name,
+            clientTimestamp: Timestamp.format(body.client_timestamp))
+        let result = try await queue.enqueue(LoginWebhookContract.self, parameters, options: EnqueueOptions(owner: caller.userID))
         var headers = HTTPFields()
         if let id = result.id { headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)" }
         return try Envelope.success(

@@ -2,6 +2,7 @@ import Accounts
 import Crypto
 import Foundation
 import Hummingbird
+import JobContracts
 import Queue
 import Redis
 import Store
@@ -50,8 +51,7 @@ struct MagicLinkRoutes {
 
                 If you did not ask to sign in, ignore this mail: nothing happens without the link.
                 """
-            _ = try await queue.enqueue(
-                "email", payload: ["to": .string(address), "subject": "Your CarbScan sign-in link", "text": .string(text)])
+            _ = try await queue.enqueue(EmailContract.self, .init(to: address, subject: "Your CarbScan sign-in link", text: text))
         }
         return try Envelope.success(Requested())
     }
@@ -66,7 +66,7 @@ struct MagicLinkRoutes {
         let deviceID = try Field.text(body.deviceId, "deviceId", max: 200)
         do {
             let (session, event) = try await accounts.signInWithMagicLink(token: token, deviceID: deviceID)
-            await recorder.record(event, kind: "signin", ip: context.remoteIP)
+            await recorder.record(event, kind: .signin, ip: context.remoteIP)
             return try Envelope.success(AuthRoutes.AuthResult(session))
         } catch AccountError.invalidMagicLink {
             throw APIError(
