@@ -6,7 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "carbscan", targets: ["carbscan"]),
-        .library(name: "Queue", targets: ["Queue"]),
+        .library(name: "Queue", targets: ["Queue", "JSON"]),
         /// The generated Swift client of the mobile API (seed 001), for the iOS app.
         .library(name: "CarbScanClient", targets: ["CarbScanClient"]),
     ],
@@ -44,10 +44,12 @@ let package = Package(
             name: "Redis",
             dependencies: ["CHiredis", .product(name: "Logging", package: "swift-log")]
         ),
+        // JSON: a strict parser, Codable over parsed values both ways, RFC 3339 dates and the API's streaming encoder.
+        .target(name: "JSON"),
         .target(
             name: "Queue",
             dependencies: [
-                "Redis",
+                "Redis", "JSON",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
@@ -69,7 +71,7 @@ let package = Package(
             ]
         ),
         // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers.
-        .target(name: "JobContracts", dependencies: ["Queue"]),
+        .target(name: "JobContracts", dependencies: ["Queue", "JSON"]),
         .target(
             name: "Postgres",
             dependencies: ["CLibpq", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
@@ -114,7 +116,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JobContracts", "Redis", "OutboundHTTP",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "JobContracts", "Redis", "OutboundHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -126,7 +128,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "JSON", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -134,7 +136,7 @@ let package = Package(
         .executableTarget(
             name: "carbscan",
             dependencies: [
-                "Queue", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "JSON", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -147,7 +149,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Queue", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                "Queue", "JSON", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
@@ -159,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "WorkersTests",
             dependencies: [
-                "TestSupport", "Workers", "Queue", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
+                "TestSupport", "Workers", "Queue", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -174,7 +176,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Redis", "Workers", "TestSupport",
+                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "JSON", "Redis", "Workers", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -184,12 +186,14 @@ let package = Package(
         ),
         .testTarget(
             name: "QueueTests",
-            dependencies: ["Queue", "JobContracts", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Queue", "JSON", "JobContracts", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "SystemTests",
             dependencies: [
-                "Queue", "Redis", "Postgres", "TestSupport", "carbscan", "CarbScanClient",
+                "Queue", "JSON", "Redis", "Postgres", "TestSupport", "carbscan", "CarbScanClient",
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
             ]
         ),

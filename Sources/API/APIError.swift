@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JSON
 import Postgres
-import Queue
 import Redis
 
 /// A refusal in the seed's envelope: `{success: false, error: {code, message, details}, meta}`.

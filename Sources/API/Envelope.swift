@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Queue
+import JSON
 
 /// The seed's response envelope: `{success, data | error, meta: {timestamp, version}}`.
 enum Envelope {
@@ -28,7 +28,7 @@ enum Envelope {
     }
 
     static func success<Data: Encodable>(_ data: Data, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
-        let body = try StreamingJSONEncoder().encode(Success(data: data, meta: Meta(timestamp: Date())))
+        let body = try StreamingJSONEncoder.api.encode(Success(data: data, meta: Meta(timestamp: Date())))
         return response(status: status, body: body, headers: headers)
     }
 
@@ -36,7 +36,7 @@ enum Envelope {
         let payload = Failure(error: .init(code: error.code, message: error.message, details: error.details), meta: Meta(timestamp: Date()))
         // Encoding strings and JSON values cannot fail; a fixed body keeps even that impossible case an envelope.
         let body =
-            (try? StreamingJSONEncoder().encode(payload))
+            (try? StreamingJSONEncoder.api.encode(payload))
             ?? Array(#"{"success":false,"error":{"code":"SERVER_ERROR","message":"Internal server error"}}"#.utf8)
         return response(status: error.status, body: body, headers: error.headers)
     }
@@ -46,6 +46,11 @@ enum Envelope {
         fields[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
+}
+
+extension StreamingJSONEncoder {
+    /// The API's response encoder: dates as the seed writes them (`Timestamp`).
+    static let api = StreamingJSONEncoder(writeDate: { date, bytes in Timestamp.write(date, into: &bytes) })
 }
 
 /// ISO 8601 timestamps with milliseconds in UTC, as the seed writes them: `2025-11-19T12:00:00.000Z`.

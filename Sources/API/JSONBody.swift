@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Queue
+import JSON
 
 /// Reads request bodies: size-checked before they are read whole, decoded strictly, every refusal a 4xx that
 /// names the field.

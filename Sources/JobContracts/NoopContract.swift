@@ -1,3 +1,4 @@
+import JSON
 import Queue
 
 /// `noop` (jobs/noop.yml): does nothing, or exactly what its payload asks, so tests, chaos runs and benchmarks can

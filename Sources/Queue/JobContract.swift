@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// What the producers and the handler of one job kind agree on: the kind's name (`jobs/<name>.yml`), the payload
 /// the producers enqueue and the handler decodes, and the result the handler returns and readers decode. Declared

@@ -1,6 +1,6 @@
+import JSON
 import Logging
 import OutboundHTTP
-import Queue
 
 /// What the configured OpenAI-compatible server says about its models, read once when a worker starts, so an
 /// operator sees in the log whether `AI_MODEL` is served and whether it can take images before the first analysis

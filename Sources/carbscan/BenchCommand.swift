@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import JSON
 import Logging
 import Queue
 import Redis

@@ -1,6 +1,6 @@
 import Foundation
+import JSON
 import Logging
-import Queue
 
 /// Writes one JSON object per line to stderr: `{"ts":…,"level":…,"msg":…,"logger":…, metadata…}`.
 /// Nothing secret is ever put in metadata by this project (URLs are logged redacted, tokens never).

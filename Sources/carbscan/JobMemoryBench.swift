@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JSON
 import Logging
 import Queue
 import Redis

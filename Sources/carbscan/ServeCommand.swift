@@ -7,7 +7,6 @@ import Hummingbird
 import Logging
 import OutboundHTTP
 import Postgres
-import Queue
 import ServiceLifecycle
 import Store
 

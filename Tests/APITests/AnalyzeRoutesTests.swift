@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
+import JSON
 import OutboundHTTP
-import Queue
 import Store
 import TestSupport
 import Testing

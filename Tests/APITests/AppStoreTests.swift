@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import HummingbirdTesting
+import JSON
 import Queue
 import Store
 import TestSupport

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import JSON
 import OutboundHTTP
 import Queue
 import Store

@@ -1,6 +1,6 @@
 import Foundation
+import JSON
 import OutboundHTTP
-import Queue
 import Store
 import TestSupport
 import Testing

@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import OutboundHTTP
-import Queue
 import Store
 import Testing
 import Workers

@@ -1,7 +1,6 @@
 import Foundation
 import HummingbirdTesting
 import Mail
-import Queue
 import Store
 import TestSupport
 import Testing

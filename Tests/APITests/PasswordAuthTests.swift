@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import JSON
 import Queue
 import Testing
 

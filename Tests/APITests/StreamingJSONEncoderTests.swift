@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+import JSON
 import Testing
 
 @testable import API
@@ -49,12 +49,12 @@ import Testing
     }
 
     @Test func matchesFoundationAsJSON() throws {
-        let ours = try StreamingJSONEncoder().encode(Sample())
+        let ours = try StreamingJSONEncoder.api.encode(Sample())
         #expect(try Self.parsed(ours) == Self.parsed(try Self.foundation(Sample())))
     }
 
     @Test func writesNumbersAndEscapesAsFoundationDoes() throws {
-        let text = String(decoding: try StreamingJSONEncoder().encode(Sample()), as: UTF8.self)
+        let text = String(decoding: try StreamingJSONEncoder.api.encode(Sample()), as: UTF8.self)
         for fragment in [
             #""whole":59,"#, #""fraction":0.85,"#, #""tiny":1e-07,"#, #""huge":1e+300,"#, #""integer":-42,"#,
             #""large":9007199254740993,"#, #""explicitNull":null,"#, #""present":3,"#,
@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func keepsDeclarationOrder() throws {
-        let text = String(decoding: try StreamingJSONEncoder().encode(Inner(name: "n", tags: [], score: 2)), as: UTF8.self)
+        let text = String(decoding: try StreamingJSONEncoder.api.encode(Inner(name: "n", tags: [], score: 2)), as: UTF8.self)
         #expect(text == #"{"name":"n","tags":[],"score":2}"#)
     }
 
@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test func closesNestedContainersInOrder() throws {
-        let text = String(decoding: try StreamingJSONEncoder().encode(Nested()), as: UTF8.self)
+        let text = String(decoding: try StreamingJSONEncoder.api.encode(Nested()), as: UTF8.self)
         #expect(text == #"{"a":{"b":1,"c":["x",{"d":true}]},"b":"after","c":[null],"d":7}"#)
         #expect(try Self.parsed(Array(text.utf8)) == Self.parsed(try Self.foundation(Nested())))
     }
@@ -101,7 +101,7 @@ import Testing
     @Test func refusesNonFiniteNumbersWithTheirPath() throws {
         struct Bad: Encodable { var values: [Double] }
         #expect {
-            try StreamingJSONEncoder().encode(Bad(values: [1, .infinity]))
+            try StreamingJSONEncoder.api.encode(Bad(values: [1, .infinity]))
         } throws: { error in
             guard case EncodingError.invalidValue(_, let context) = error else { return false }
             return context.codingPath.map(\.stringValue) == ["values", "Index 1"]

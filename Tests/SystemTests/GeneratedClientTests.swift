@@ -1,8 +1,8 @@
 import CarbScanClient
 import Foundation
+import JSON
 import OpenAPIRuntime
 import OpenAPIURLSession
-import Queue
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Queue
+import JSON
 import SwiftASN1
 import X509
 

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import Queue
+import JSON
 import Synchronization
 
 /// A local server speaking OpenAI's chat completions API (`POST /v1/chat/completions`, and `GET /v1/models`),

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Mail
 import Queue
 import TestSupport

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import Hummingbird
+import JSON
 import JobContracts
 import Postgres
 import Queue

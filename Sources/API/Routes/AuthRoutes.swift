@@ -1,7 +1,7 @@
 import Accounts
 import Foundation
 import Hummingbird
-import Queue
+import JSON
 import Store
 
 /// `auth/*`: Sign in with Apple, email and password, token refresh and revocation, the current user.

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JSON
 import JobContracts
 import Postgres
 import Queue

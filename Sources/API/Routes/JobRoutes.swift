@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import JSON
 import Queue
 
 /// `jobs/{id}[?wait=N]`: a job's status and result, to its owner only; anyone else's job, or no job, is

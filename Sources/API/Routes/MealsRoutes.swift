@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
+import JSON
 import Postgres
-import Queue
 import Store
 
 /// `meals` (history, limited to the tier's window) and `meals/sync` (offline-first delta sync, server wins).

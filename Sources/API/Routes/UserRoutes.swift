@@ -1,7 +1,7 @@
 import Accounts
 import Foundation
 import Hummingbird
-import Queue
+import JSON
 import Store
 
 /// `users/me` (seed 003): read, create-or-update, and erase the account.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension CronExpression {
     /// The first fire time strictly after `date`, or nil if there is none within the next ten years.

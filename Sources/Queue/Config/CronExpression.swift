@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A five-field cron expression (`minute hour day-of-month month day-of-week`) with Vixie cron
 /// semantics, so schedules mean what operators who know crontab expect.

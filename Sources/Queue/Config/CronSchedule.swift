@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A named cron entry of a job kind: at each fire time the scheduler enqueues one job of the kind with
 /// `payload`.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension JSONSchema {
     private static let keywords: Set<String> = [

@@ -1,3 +1,5 @@
+import JSON
+
 extension JSONSchema.Format {
     /// Checks the formats for real: a payload with `photoId: "abc"` must fail at enqueue, not in a
     /// handler's SQL three retries later.

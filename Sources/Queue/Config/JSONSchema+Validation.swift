@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 extension JSONSchema {
     /// Every way `value` fails the schema, in a stable order (object members by name), so API errors

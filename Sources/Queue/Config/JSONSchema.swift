@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A schema the loader refused: `path` is a JSON pointer into the schema (`/properties/userId/format`).
 public struct SchemaError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// All job kinds of the system, loaded from `jobs/`: the API validates payloads with it, workers read
 /// timeouts and backoff from it, the scheduler reads the cron entries.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A job kind's uniqueness rule: while a job with the same key is pending (up to `ttl`), enqueuing
 /// another is a no-op that returns the existing job.

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Yams
 
 /// Reads a composed YAML tree with the file name at hand, so that every complaint carries the

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Queue
+import JSON
 
 /// A response as tests read it: status, headers, and the body as loosely typed JSON.
 struct CallResult: Sendable {

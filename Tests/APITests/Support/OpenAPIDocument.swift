@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+import JSON
 
 /// An OpenAPI 3.0 document as the tests read it: its operations, `$ref` resolution, and a checker of JSON values
 /// against its schemas.

@@ -1,5 +1,5 @@
 import Foundation
-import Queue
+import JSON
 import Testing
 
 /// `JSONValueEncoder` turns typed job parameters into payloads and typed results into the text kept with a job: the

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Queue
+import JSON
 import Synchronization
 import TestSupport
 

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Encodes an `Encodable` value straight into UTF-8 bytes, keys in the order the type encodes them (declaration
-/// order for synthesized conformances), dates as the seed's timestamps.
+/// order for synthesized conformances), dates as `writeDate` writes them (the API: the seed's timestamps).
 ///
 /// Foundation's `JSONEncoder` first builds a tree of boxed values and dictionaries and then writes it; on a page
 /// of meals that was a quarter of the API's CPU (ops/bench/api.sh). This encoder writes as the value encodes
@@ -9,9 +9,16 @@ import Foundation
 /// next element or ends, which is how synthesized `encode(to:)` and every hand-written one in this API use them.
 /// Output matches `JSONEncoder` with `.withoutEscapingSlashes` (not `.sortedKeys`): integral doubles without
 /// `.0`, non-finite numbers refused.
-struct StreamingJSONEncoder {
-    func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let output = JSONOutput()
+public struct StreamingJSONEncoder: Sendable {
+    /// Appends a date's text (the encoder writes the quotes around it).
+    public let writeDate: @Sendable (Date, inout [UInt8]) -> Void
+
+    public init(writeDate: @escaping @Sendable (Date, inout [UInt8]) -> Void) {
+        self.writeDate = writeDate
+    }
+
+    public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let output = JSONOutput(writeDate: writeDate)
         try output.write(value, parent: nil, key: nil)
         return output.bytes
     }
@@ -20,8 +27,10 @@ struct StreamingJSONEncoder {
 /// The bytes written so far, shared by every container of one encoding.
 final class JSONOutput {
     var bytes: [UInt8] = []
+    let writeDate: (Date, inout [UInt8]) -> Void
 
-    init() {
+    init(writeDate: @escaping (Date, inout [UInt8]) -> Void) {
+        self.writeDate = writeDate
         bytes.reserveCapacity(4096)
     }
 
@@ -32,7 +41,7 @@ final class JSONOutput {
             writeString(unsafeBitCast(value, to: String.self))
         } else if T.self == Date.self {
             bytes.append(UInt8(ascii: "\""))
-            Timestamp.write(unsafeBitCast(value, to: Date.self), into: &bytes)
+            writeDate(unsafeBitCast(value, to: Date.self), &bytes)
             bytes.append(UInt8(ascii: "\""))
         } else if T.self == Int.self {
             writeInteger(unsafeBitCast(value, to: Int.self))
@@ -326,14 +335,6 @@ private struct KeyedSlotContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 }
 
 private enum SuperKey: String, CodingKey { case `super` }
-
-private struct IndexKey: CodingKey {
-    var intValue: Int?
-    var stringValue: String { "Index \(intValue ?? 0)" }
-    init(_ index: Int) { intValue = index }
-    init?(stringValue: String) { nil }
-    init?(intValue: Int) { self.intValue = intValue }
-}
 
 private struct UnkeyedSlotContainer: UnkeyedEncodingContainer {
     let output: JSONOutput

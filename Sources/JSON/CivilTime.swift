@@ -14,9 +14,9 @@ public struct CivilTime: Sendable, Equatable, Comparable {
         (a.year, a.month, a.day, a.hour, a.minute) < (b.year, b.month, b.day, b.hour, b.minute)
     }
 
-    static func isLeap(_ year: Int) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
+    public static func isLeap(_ year: Int) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
 
-    static func daysIn(year: Int, month: Int) -> Int {
+    public static func daysIn(year: Int, month: Int) -> Int {
         switch month {
         case 2: isLeap(year) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -25,7 +25,7 @@ public struct CivilTime: Sendable, Equatable, Comparable {
     }
 
     /// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
-    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+    public static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -35,14 +35,14 @@ public struct CivilTime: Sendable, Equatable, Comparable {
     }
 
     /// 0 = Sunday ... 6 = Saturday.
-    var weekday: Int {
+    public var weekday: Int {
         let days = Self.daysSinceEpoch(year: year, month: month, day: day)
         return ((days % 7) + 7 + 4) % 7  // 1970-01-01 was a Thursday
     }
 
     /// The wall time read as if it were UTC, in seconds since 1970: wall time minus the zone offset
     /// gives the instant.
-    var secondsAsUTC: Int {
+    public var secondsAsUTC: Int {
         Self.daysSinceEpoch(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60
     }
 
@@ -64,7 +64,7 @@ public struct CivilTime: Sendable, Equatable, Comparable {
             hour: secondOfDay / 3_600, minute: secondOfDay % 3_600 / 60)
     }
 
-    init(year: Int, month: Int, day: Int, hour: Int, minute: Int) {
+    public init(year: Int, month: Int, day: Int, hour: Int, minute: Int) {
         self.year = year
         self.month = month
         self.day = day
