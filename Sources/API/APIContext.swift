@@ -2,18 +2,18 @@ import Hummingbird
 
 /// The request context of the mobile API: Hummingbird's core storage plus the peer's address, which the login
 /// throttle keys on.
-public struct APIContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
+package struct APIContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
     /// The client's IP address, or nil when the transport has none (router tests).
-    public let remoteIP: String?
+    package let remoteIP: String?
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteIP = source.channel.remoteAddress?.ipAddress
     }
 
     /// Bodies larger than this are refused before they are read whole (413).
-    public var maxUploadSize: Int { APIContext.maxJSONBodyBytes }
+    package var maxUploadSize: Int { APIContext.maxJSONBodyBytes }
 
-    public static let maxJSONBodyBytes = 1 << 20
+    package static let maxJSONBodyBytes = 1 << 20
 }

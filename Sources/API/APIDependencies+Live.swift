@@ -11,7 +11,7 @@ extension APIDependencies {
     /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`, `SYNC_WAIT_SECONDS`,
     /// `HTTP_IDLE_TIMEOUT_SECONDS`, `SCAN_RESET_TIMEZONE`, `APPSTORE_*`, `SMTP_URL`, `MAGIC_LINK_*`). A value that is set
     /// but wrong throws ``SettingError`` (or ``AppStoreError``) naming it.
-    public static func live(
+    package static func live(
         database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
         http: HTTPClient = HTTPClient()
     ) async throws -> APIDependencies {

@@ -6,14 +6,14 @@ import Postgres
 import Redis
 
 /// A refusal in the seed's envelope: `{success: false, error: {code, message, details}, meta}`.
-public struct APIError: Error, Sendable, CustomStringConvertible {
-    public var status: HTTPResponse.Status
-    public var code: String
-    public var message: String
-    public var details: [String: JSONValue]?
-    public var headers: HTTPFields
+package struct APIError: Error, Sendable, CustomStringConvertible {
+    package var status: HTTPResponse.Status
+    package var code: String
+    package var message: String
+    package var details: [String: JSONValue]?
+    package var headers: HTTPFields
 
-    public init(
+    package init(
         _ status: HTTPResponse.Status, _ code: String, _ message: String, details: [String: JSONValue]? = nil, headers: HTTPFields = [:]
     ) {
         self.status = status
@@ -23,18 +23,18 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
         self.headers = headers
     }
 
-    public var description: String { "\(status.code) \(code): \(message)" }
+    package var description: String { "\(status.code) \(code): \(message)" }
 
-    public static func validation(_ field: String, _ message: String) -> APIError {
+    package static func validation(_ field: String, _ message: String) -> APIError {
         APIError(.badRequest, "VALIDATION_ERROR", message, details: ["field": .string(field)])
     }
 
-    public static let unauthorized = APIError(.unauthorized, "UNAUTHORIZED", "Missing or invalid authentication")
+    package static let unauthorized = APIError(.unauthorized, "UNAUTHORIZED", "Missing or invalid authentication")
 
-    public static func notFound(_ what: String) -> APIError { APIError(.notFound, "NOT_FOUND", "\(what) not found") }
+    package static func notFound(_ what: String) -> APIError { APIError(.notFound, "NOT_FOUND", "\(what) not found") }
 
     /// Redis or Postgres could not be reached: the client may retry, and nothing internal is named.
-    public static let unavailable = APIError(
+    package static let unavailable = APIError(
         .serviceUnavailable, "SERVICE_UNAVAILABLE", "A backing service is temporarily unavailable; try again",
         headers: [.retryAfter: "2"])
 

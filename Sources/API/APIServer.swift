@@ -8,33 +8,33 @@ import Queue
 import Redis
 
 /// What the API needs from the rest of the system.
-public struct APIDependencies: Sendable {
-    public var database: PostgresClient
-    public var redis: RedisClient
-    public var queue: JobQueue
+package struct APIDependencies: Sendable {
+    package var database: PostgresClient
+    package var redis: RedisClient
+    package var queue: JobQueue
     /// Wakes requests waiting for jobs; run it as a service next to the application.
-    public var waiter: JobWaiter
-    public var accounts: AccountService
-    public var throttle: LoginThrottle
+    package var waiter: JobWaiter
+    package var accounts: AccountService
+    package var throttle: LoginThrottle
     /// `LOGIN_WEBHOOK_URL` is set: sign-ins and sign-outs enqueue a `login-webhook` job.
-    public var loginWebhookConfigured: Bool
+    package var loginWebhookConfigured: Bool
     /// `STRIPE_WEBHOOK_SECRET`: the signing secret of provider webhooks.
-    public var stripeWebhookSecret: String?
+    package var stripeWebhookSecret: String?
     /// `SMTP_URL`, `MAGIC_LINK_URL`, …: magic-link sign-in; nil: `auth/magic-link/request` is not configured.
-    public var magicLink: MagicLinkSettings?
+    package var magicLink: MagicLinkSettings?
     /// `APPSTORE_*`: how App Store payloads are verified and mapped; nil: the App Store routes are not configured.
-    public var appStore: AppStoreConfiguration?
+    package var appStore: AppStoreConfiguration?
     /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
-    public var syncWait: Duration = .seconds(8)
+    package var syncWait: Duration = .seconds(8)
     /// A connection that sends no complete request part (headers, a body chunk) for this long is closed
     /// (`HTTP_IDLE_TIMEOUT_SECONDS`, default 30): idle keep-alives, bodies that never finish, and headers sent a byte
     /// at a time (a part counts only once it is whole). A request being answered (a long-poll) is never cut.
-    public var idleTimeout: Duration = .seconds(30)
+    package var idleTimeout: Duration = .seconds(30)
     /// The zone of scan-reset midnights (`SCAN_RESET_TIMEZONE`, default UTC), as the scheduler uses.
-    public var scanResetTimeZone: TimeZone = .gmt
-    public var logger: Logger
+    package var scanResetTimeZone: TimeZone = .gmt
+    package var logger: Logger
 
-    public init(
+    package init(
         database: PostgresClient, redis: RedisClient, queue: JobQueue, accounts: AccountService, throttle: LoginThrottle,
         loginWebhookConfigured: Bool, logger: Logger
     ) {
@@ -61,9 +61,9 @@ public struct APIDependencies: Sendable {
 }
 
 /// The CarbScan mobile API (`/api/mobile/v1`, seed 001) on Hummingbird 2.
-public enum APIServer {
+package enum APIServer {
     /// The router with every route, and the list of (method, path) it serves.
-    public static func router(_ dependencies: APIDependencies) throws -> (
+    package static func router(_ dependencies: APIDependencies) throws -> (
         router: Router<APIContext>, routes: [(method: String, path: String)]
     ) {
         let router = Router(context: APIContext.self)
@@ -111,7 +111,7 @@ public enum APIServer {
         return (router, api.routes)
     }
 
-    public static func application(
+    package static func application(
         _ dependencies: APIDependencies, host: String, port: Int, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
         Application(
@@ -123,7 +123,7 @@ public enum APIServer {
     }
 
     /// The OpenAPI 3 document of the whole API, shipped as a resource and served at `openapi.json`.
-    public static func openAPIDocument() throws -> Data {
+    package static func openAPIDocument() throws -> Data {
         guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json") else {
             throw StoreResourceError("openapi.json is missing from the API bundle")
         }

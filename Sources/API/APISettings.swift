@@ -4,25 +4,25 @@ import Queue
 /// The API's own settings, read from the environment once (provider settings have their readers:
 /// `AuthConfiguration`, `AppStoreConfiguration`, `MagicLinkSettings`). A value that is set but wrong throws
 /// ``SettingError`` naming it.
-public struct APISettings: Sendable {
+package struct APISettings: Sendable {
     /// `LOGIN_MAX_FAILURES`: failed logins per account per 15 minutes.
-    public var maxLoginFailures = 10
+    package var maxLoginFailures = 10
     /// `LOGIN_MAX_ATTEMPTS_PER_IP`: login attempts per client address per minute.
-    public var maxLoginAttemptsPerIP = 60
+    package var maxLoginAttemptsPerIP = 60
     /// `SYNC_WAIT_SECONDS` (0–30).
-    public var syncWait: Duration = .seconds(8)
+    package var syncWait: Duration = .seconds(8)
     /// `HTTP_IDLE_TIMEOUT_SECONDS` (over 0, at most 3600).
-    public var idleTimeout: Duration = .seconds(30)
+    package var idleTimeout: Duration = .seconds(30)
     /// `SCAN_RESET_TIMEZONE`.
-    public var scanResetTimeZone: TimeZone = .gmt
+    package var scanResetTimeZone: TimeZone = .gmt
     /// `LOGIN_WEBHOOK_URL` is set.
-    public var loginWebhookConfigured = false
+    package var loginWebhookConfigured = false
     /// `STRIPE_WEBHOOK_SECRET`.
-    public var stripeWebhookSecret: String?
+    package var stripeWebhookSecret: String?
 
-    public init() {}
+    package init() {}
 
-    public static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> APISettings {
+    package static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> APISettings {
         let settings = EnvironmentSettings(environment)
         var api = APISettings()
         api.maxLoginFailures = try settings.integer("LOGIN_MAX_FAILURES", default: api.maxLoginFailures, in: 1...1_000_000_000)

@@ -14,7 +14,7 @@ import Synchronization
 /// The same subscription carries sign-in revocations to the process's `SessionCache` (channel
 /// `<prefix>:sessions`); the cache is emptied whenever the subscription is (re)made, since messages sent while
 /// it was down are lost.
-public final class JobWaiter: Service, Sendable {
+package final class JobWaiter: Service, Sendable {
     private struct State {
         var waiters: [String: [UUID: CheckedContinuation<Void, Never>]] = [:]
         /// Shutting down: waits end with the job as it stands (a long-poll gets it, `analyze` and `chat` a 202).
@@ -28,7 +28,7 @@ public final class JobWaiter: Service, Sendable {
     /// A quiet subscription is renewed this often: the only way to stop a pub/sub read in time at shutdown.
     private let idleRenewal: Duration
 
-    public init(queue: JobQueue, sessions: SessionCache? = nil, logger: Logger, idleRenewal: Duration = .seconds(2)) {
+    package init(queue: JobQueue, sessions: SessionCache? = nil, logger: Logger, idleRenewal: Duration = .seconds(2)) {
         self.queue = queue
         self.sessions = sessions
         self.logger = logger
@@ -37,7 +37,7 @@ public final class JobWaiter: Service, Sendable {
 
     /// The job's record once it has finished (succeeded or failed), or as it stands when `timeout` passes; nil when
     /// there is no such job.
-    public func wait(for id: JobID, timeout: Duration) async throws -> JobRecord? {
+    package func wait(for id: JobID, timeout: Duration) async throws -> JobRecord? {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while true {
@@ -53,12 +53,12 @@ public final class JobWaiter: Service, Sendable {
     }
 
     /// The job's status as clients name it, or nil when there is no such job.
-    public func currentStatus(_ id: JobID) async throws -> String? {
+    package func currentStatus(_ id: JobID) async throws -> String? {
         try await queue.record(id)?.status.rawValue
     }
 
     /// Subscribes to every queue's completion channel and wakes the waiters of each finished job, until shutdown.
-    public func run() async throws {
+    package func run() async throws {
         let sessionChannel = Self.sessionChannel(prefix: queue.options.prefix)
         let channels = queue.catalog.queues.map { queue.keys($0).events } + (sessions == nil ? [] : [sessionChannel])
         let current = Mutex<BlockingConnection?>(nil)
@@ -104,7 +104,7 @@ public final class JobWaiter: Service, Sendable {
     }
 
     /// Where revocations of cached sign-ins are published.
-    public static func sessionChannel(prefix: String) -> String { "\(prefix):sessions" }
+    package static func sessionChannel(prefix: String) -> String { "\(prefix):sessions" }
 
     private func notify(_ id: String) {
         let waiting = state.withLock { $0.waiters.removeValue(forKey: id) }
@@ -151,5 +151,5 @@ public final class JobWaiter: Service, Sendable {
     }
 
     /// How many requests wait right now (for tests and metrics).
-    public var waitingCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    package var waitingCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
 }

@@ -6,15 +6,15 @@ import Redis
 /// Slows down password guessing, in Redis so every API process shares the counts: at most `maxFailures`
 /// failed logins per account and `maxAttemptsPerIP` attempts per client address in each window. Accounts are
 /// keyed by the SHA-256 of the email, so no address is stored in Redis.
-public struct LoginThrottle: Sendable {
-    public var maxFailures: Int
-    public var failureWindow: Duration
-    public var maxAttemptsPerIP: Int
-    public var ipWindow: Duration
+package struct LoginThrottle: Sendable {
+    package var maxFailures: Int
+    package var failureWindow: Duration
+    package var maxAttemptsPerIP: Int
+    package var ipWindow: Duration
     let redis: RedisClient
     let prefix: String
 
-    public init(
+    package init(
         redis: RedisClient, prefix: String, maxFailures: Int = 10, failureWindow: Duration = .seconds(900),
         maxAttemptsPerIP: Int = 60, ipWindow: Duration = .seconds(60)
     ) {

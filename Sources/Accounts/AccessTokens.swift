@@ -2,36 +2,36 @@ import Foundation
 import JWTKit
 
 /// The claims of CarbScan's own access tokens.
-public struct AccessClaims: JWTPayload, Sendable {
-    public var sub: SubjectClaim
-    public var iss: IssuerClaim
-    public var aud: AudienceClaim
-    public var iat: IssuedAtClaim
-    public var exp: ExpirationClaim
+package struct AccessClaims: JWTPayload, Sendable {
+    package var sub: SubjectClaim
+    package var iss: IssuerClaim
+    package var aud: AudienceClaim
+    package var iat: IssuedAtClaim
+    package var exp: ExpirationClaim
     /// The sign-in (refresh-token family) this token belongs to: revoking the sign-in revokes its access tokens.
-    public var sid: String
-    public var email: String?
+    package var sid: String
+    package var email: String?
 
     /// Signature, issuer and audience are checked by `AccessTokens.verify`; expiry after the signature,
     /// so "expired" is only ever said of a token we really issued.
-    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+    package func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// Issues and verifies access tokens: HS256 with `JWT_SECRET`, in a key collection that holds nothing else, so
 /// no other algorithm (`none`, RS256 with a public key used as an HMAC secret…) can verify.
-public struct AccessTokens: Sendable {
-    public static let issuer = "carbscan"
-    public static let audience = "carbscan-mobile"
+package struct AccessTokens: Sendable {
+    package static let issuer = "carbscan"
+    package static let audience = "carbscan-mobile"
     private let keys: JWTKeyCollection
-    public let lifetime: Duration
+    package let lifetime: Duration
 
-    public init(secret: [UInt8], lifetime: Duration) async {
+    package init(secret: [UInt8], lifetime: Duration) async {
         keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         self.lifetime = lifetime
     }
 
-    public func issue(userID: String, sessionID: UUID, email: String?, now date: Date = Date()) async throws -> String {
+    package func issue(userID: String, sessionID: UUID, email: String?, now date: Date = Date()) async throws -> String {
         // Whole seconds: NumericDate may carry fractions, but many JWT libraries read only integers.
         let now = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
         let claims = AccessClaims(
@@ -41,7 +41,7 @@ public struct AccessTokens: Sendable {
         return try await keys.sign(claims)
     }
 
-    public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> AccessClaims {
+    package func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> AccessClaims {
         let header = try PeekedHeader(token: token)
         guard header.alg == "HS256" else { throw TokenError(.invalid, "unexpected token algorithm") }
         let claims: AccessClaims

@@ -1,5 +1,5 @@
 /// Why an account operation was refused. The API maps each case to the seed's status and code.
-public enum AccountError: Error, Equatable, Sendable {
+package enum AccountError: Error, Equatable, Sendable {
     /// Wrong email or password: deliberately not saying which.
     case invalidCredentials
     case emailTaken

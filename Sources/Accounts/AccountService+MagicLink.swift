@@ -3,12 +3,12 @@ import Store
 
 extension AccountService {
     /// How long a sign-in link works.
-    public static let magicLinkLifetime: TimeInterval = 15 * 60
+    package static let magicLinkLifetime: TimeInterval = 15 * 60
 
     /// A new sign-in link token for the account that has this email, stored only as its SHA-256; nil when no account
     /// has it (the caller answers the same either way, so the answer never tells whether an email is registered).
     /// - Throws: `AccountError.invalidInput` for an address a mail server could not route.
-    public func magicLinkToken(email rawEmail: String) async throws -> (token: String, user: User)? {
+    package func magicLinkToken(email rawEmail: String) async throws -> (token: String, user: User)? {
         let email = try Self.normalizedEmail(rawEmail)
         guard let user = try await Users(database).find(email: email) else { return nil }
         let token = Self.randomToken(prefix: "ml_")
@@ -19,7 +19,7 @@ extension AccountService {
 
     /// Signs in with a link's token, once: the same session as every other sign-in.
     /// - Throws: `AccountError.invalidMagicLink` for a token that is unknown, expired or used.
-    public func signInWithMagicLink(token: String, deviceID: String?) async throws -> (Session, SignInEvent) {
+    package func signInWithMagicLink(token: String, deviceID: String?) async throws -> (Session, SignInEvent) {
         guard token.utf8.count <= 256, let userID = try await MagicLinks(database).consume(tokenHash: Self.hash(token)),
             let user = try await Users(database).find(id: userID)
         else { throw AccountError.invalidMagicLink }

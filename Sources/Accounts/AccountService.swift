@@ -5,22 +5,22 @@ import Postgres
 import Store
 
 /// A signed-in session: an access token and the refresh token that renews it.
-public struct Session: Sendable {
-    public var accessToken: String
-    public var refreshToken: String
-    public var sessionID: UUID
-    public var user: User
+package struct Session: Sendable {
+    package var accessToken: String
+    package var refreshToken: String
+    package var sessionID: UUID
+    package var user: User
 }
 
 /// Who made a sign-in or sign-out, for login events and the login webhook.
-public struct SignInEvent: Sendable, Equatable {
-    public var userID: String
-    public var provider: String
-    public var subject: String
-    public var email: String?
-    public var displayName: String?
+package struct SignInEvent: Sendable, Equatable {
+    package var userID: String
+    package var provider: String
+    package var subject: String
+    package var email: String?
+    package var displayName: String?
 
-    public init(userID: String, provider: String, subject: String, email: String?, displayName: String?) {
+    package init(userID: String, provider: String, subject: String, email: String?, displayName: String?) {
         self.userID = userID
         self.provider = provider
         self.subject = subject
@@ -30,12 +30,12 @@ public struct SignInEvent: Sendable, Equatable {
 }
 
 /// Names the client sends along (Apple sends them with the first sign-in only).
-public struct ProvidedName: Sendable, Equatable {
-    public var email: String?
-    public var firstName: String?
-    public var lastName: String?
+package struct ProvidedName: Sendable, Equatable {
+    package var email: String?
+    package var firstName: String?
+    package var lastName: String?
 
-    public init(email: String? = nil, firstName: String? = nil, lastName: String? = nil) {
+    package init(email: String? = nil, firstName: String? = nil, lastName: String? = nil) {
         self.email = email
         self.firstName = firstName
         self.lastName = lastName
@@ -43,18 +43,18 @@ public struct ProvidedName: Sendable, Equatable {
 }
 
 /// Accounts: sign-in with Apple, email and password, extra OIDC issuers; sessions with rotating refresh tokens.
-public struct AccountService: Sendable {
-    public let database: PostgresClient
-    public let configuration: AuthConfiguration
-    public let accessTokens: AccessTokens
-    public let apple: IdentityVerifier?
-    public let extraIssuers: [IdentityVerifier]
+package struct AccountService: Sendable {
+    package let database: PostgresClient
+    package let configuration: AuthConfiguration
+    package let accessTokens: AccessTokens
+    package let apple: IdentityVerifier?
+    package let extraIssuers: [IdentityVerifier]
     /// Recently verified access tokens (see `SessionCache`); the API wires its revocation messages to Redis.
-    public let sessions: SessionCache
+    package let sessions: SessionCache
     let hasher: PasswordHasher
     let logger: Logger
 
-    public init(
+    package init(
         database: PostgresClient, configuration: AuthConfiguration, accessTokens: AccessTokens, apple: IdentityVerifier?,
         extraIssuers: [IdentityVerifier], logger: Logger
     ) {
@@ -70,7 +70,7 @@ public struct AccountService: Sendable {
 
     // MARK: Sign in with Apple and other OIDC issuers
 
-    public func signInWithApple(identityToken: String, name: ProvidedName, deviceID: String?) async throws -> (Session, SignInEvent) {
+    package func signInWithApple(identityToken: String, name: ProvidedName, deviceID: String?) async throws -> (Session, SignInEvent) {
         guard let apple else { throw AccountError.appleNotConfigured }
         let identity: VerifiedIdentity
         do {
@@ -90,7 +90,7 @@ public struct AccountService: Sendable {
     }
 
     /// Verifies a bearer token from one of the extra OIDC issuers (e.g. Clerk); nil when it names no such issuer.
-    public func verifyExternal(_ token: String) async throws(AccountError) -> VerifiedIdentity? {
+    package func verifyExternal(_ token: String) async throws(AccountError) -> VerifiedIdentity? {
         // Every authenticated request comes here first: with no extra issuer configured, skip decoding the payload.
         guard !extraIssuers.isEmpty, let issuer = try? PeekedIssuer(token: token).iss,
             let verifier = extraIssuers.first(where: { $0.provider.issuer == issuer })
@@ -103,13 +103,13 @@ public struct AccountService: Sendable {
     }
 
     /// The user an extra issuer's token stands for; nil when that identity has no account yet.
-    public func linkedUser(for identity: VerifiedIdentity) async throws -> User? {
+    package func linkedUser(for identity: VerifiedIdentity) async throws -> User? {
         try await Users(database).find(provider: identity.provider, subject: identity.subject)
     }
 
     /// Finds the account of an identity, else links it to the account with the same verified email, else creates
     /// one. Apple's name and email fill only empty fields: Apple sends them on the first sign-in only.
-    public func user(for identity: VerifiedIdentity, name: ProvidedName, newUserID: String? = nil) async throws -> User {
+    package func user(for identity: VerifiedIdentity, name: ProvidedName, newUserID: String? = nil) async throws -> User {
         // Two first sign-ins at once: the loser of the unique race finds the winner's rows on its second pass.
         for attempt in 1...2 {
             do {
@@ -146,7 +146,7 @@ public struct AccountService: Sendable {
 
     // MARK: Email and password
 
-    public func register(email rawEmail: String, password: String, firstName: String?, lastName: String?, deviceID: String?) async throws
+    package func register(email rawEmail: String, password: String, firstName: String?, lastName: String?, deviceID: String?) async throws
         -> (Session, SignInEvent)
     {
         let email = try Self.normalizedEmail(rawEmail)
@@ -169,7 +169,7 @@ public struct AccountService: Sendable {
         return (session, event(for: user, provider: "email", subject: email))
     }
 
-    public func login(email rawEmail: String, password: String, deviceID: String?) async throws -> (Session, SignInEvent) {
+    package func login(email rawEmail: String, password: String, deviceID: String?) async throws -> (Session, SignInEvent) {
         guard let email = try? Self.normalizedEmail(rawEmail), password.utf8.count <= PasswordHasher.maxPasswordBytes else {
             await hasher.burnVerification()
             throw AccountError.invalidCredentials
@@ -243,7 +243,7 @@ public struct AccountService: Sendable {
 
     /// Rotates a refresh token: the old one is used up, a new one of the same family is returned. Presenting a
     /// token that was already rotated is taken as theft: the whole family (every token of that sign-in) is revoked.
-    public func refresh(_ refreshToken: String) async throws -> Session {
+    package func refresh(_ refreshToken: String) async throws -> Session {
         let tokens = RefreshTokens(database)
         guard let record = try await tokens.find(tokenHash: Self.hash(refreshToken)) else {
             throw AccountError.invalidRefreshToken(reason: "unknown token")
@@ -270,7 +270,7 @@ public struct AccountService: Sendable {
 
     /// Revokes the sign-in a refresh token belongs to. Returns its user, or nil for an unknown token.
     @discardableResult
-    public func revoke(refreshToken: String) async throws -> String? {
+    package func revoke(refreshToken: String) async throws -> String? {
         guard let record = try await RefreshTokens(database).find(tokenHash: Self.hash(refreshToken)) else { return nil }
         try await RefreshTokens(database).revokeFamily(record.familyID, reason: "logout")
         await sessions.revoked(session: record.familyID)
@@ -278,7 +278,7 @@ public struct AccountService: Sendable {
     }
 
     /// Revokes a sign-in by its id (the `sid` of an access token).
-    public func revoke(sessionID: UUID) async throws {
+    package func revoke(sessionID: UUID) async throws {
         try await RefreshTokens(database).revokeFamily(sessionID, reason: "logout")
         await sessions.revoked(session: sessionID)
     }
@@ -287,7 +287,7 @@ public struct AccountService: Sendable {
 
     /// Who an access token stands for: from the session cache when this process verified it moments ago, else
     /// checked in full (`authenticate`).
-    public func principal(accessToken: String) async throws -> (userID: String, sessionID: UUID) {
+    package func principal(accessToken: String) async throws -> (userID: String, sessionID: UUID) {
         if let cached = sessions.lookup(accessToken) { return cached }
         let (user, session) = try await verify(accessToken: accessToken)
         return (user.id, session)
@@ -295,13 +295,13 @@ public struct AccountService: Sendable {
 
     /// A route read the account in its own statement and found it gone or the sign-in revoked: the session cache
     /// stops vouching for that sign-in before the revocation's message arrives.
-    public func sessionEnded(_ session: UUID) {
+    package func sessionEnded(_ session: UUID) {
         sessions.forget(session: session)
     }
 
     /// The account of an access token, read from the database with the check that its sign-in is still live. A
     /// token the session cache vouches for skips the signature and claims; any other is checked in full.
-    public func authenticate(accessToken: String) async throws -> (User, sessionID: UUID) {
+    package func authenticate(accessToken: String) async throws -> (User, sessionID: UUID) {
         if let (userID, session) = sessions.lookup(accessToken) {
             // The same one query as a full check, so a sign-out is seen here even before its message arrives.
             guard let user = try await Users(database).find(id: userID, liveSession: session) else {
@@ -332,7 +332,7 @@ public struct AccountService: Sendable {
     }
 
     /// Erases the account and every row that belongs to it.
-    public func deleteAccount(userID: String) async throws {
+    package func deleteAccount(userID: String) async throws {
         try await database.transaction { tx in
             guard try await Users(tx).delete(id: userID) else { throw AccountError.userNotFound }
         }

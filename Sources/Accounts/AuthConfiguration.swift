@@ -1,24 +1,24 @@
 import Foundation
 
 /// Authentication settings, read from the environment.
-public struct AuthConfiguration: Sendable {
-    public var jwtSecret: [UInt8]
+package struct AuthConfiguration: Sendable {
+    package var jwtSecret: [UInt8]
     /// True when `JWT_SECRET` was unset outside production: a random secret, so tokens die with the process.
-    public var usesEphemeralSecret: Bool
-    public var accessTokenLifetime: Duration
-    public var refreshTokenLifetime: Duration
+    package var usesEphemeralSecret: Bool
+    package var accessTokenLifetime: Duration
+    package var refreshTokenLifetime: Duration
     /// Sign in with Apple; nil when `APPLE_CLIENT_ID` is unset (the route then answers CONFIGURATION_ERROR).
-    public var apple: IdentityProvider?
+    package var apple: IdentityProvider?
     /// Extra OIDC issuers (e.g. Clerk) whose tokens are accepted as bearer tokens.
-    public var extraIssuers: [IdentityProvider]
-    public var bcryptCost: Int
+    package var extraIssuers: [IdentityProvider]
+    package var bcryptCost: Int
     /// A token with an unknown key id refetches the issuer's JWKS at most this often.
-    public var jwksMinimumRefetchInterval: Duration = .seconds(10)
+    package var jwksMinimumRefetchInterval: Duration = .seconds(10)
     /// How long a verified access token is trusted without asking the database again (`SessionCache`); zero
     /// checks every request.
-    public var sessionCacheTTL: Duration = .seconds(5)
+    package var sessionCacheTTL: Duration = .seconds(5)
 
-    public init(
+    package init(
         jwtSecret: [UInt8], usesEphemeralSecret: Bool = false, accessTokenLifetime: Duration = .seconds(30 * 86_400),
         refreshTokenLifetime: Duration = .seconds(90 * 86_400), apple: IdentityProvider? = nil,
         extraIssuers: [IdentityProvider] = [], bcryptCost: Int = 10
@@ -36,7 +36,7 @@ public struct AuthConfiguration: Sendable {
     /// `REFRESH_TOKEN_TTL` (seconds), `APPLE_CLIENT_ID` (comma-separated bundle/service ids), `APPLE_JWKS_URL`,
     /// `APPLE_ISSUER`, `OIDC_ISSUERS` (comma-separated `issuer` or `issuer=jwksURL`), `OIDC_AUDIENCE`,
     /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`, `SESSION_CACHE_SECONDS` (0 turns the cache off).
-    public static func fromEnvironment(_ environment: [String: String]) throws(AuthConfigurationError) -> AuthConfiguration {
+    package static func fromEnvironment(_ environment: [String: String]) throws(AuthConfigurationError) -> AuthConfiguration {
         func value(_ name: String) -> String? {
             guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
             return text
@@ -106,7 +106,7 @@ public struct AuthConfiguration: Sendable {
     }
 }
 
-public struct AuthConfigurationError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct AuthConfigurationError: Error, CustomStringConvertible, Sendable {
+    package let description: String
     init(_ description: String) { self.description = description }
 }

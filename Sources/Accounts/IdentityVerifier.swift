@@ -4,15 +4,15 @@ import Logging
 import OutboundHTTP
 
 /// An OpenID Connect issuer whose RS256 identity tokens we accept: Apple, or an extra one such as Clerk.
-public struct IdentityProvider: Sendable, Equatable {
+package struct IdentityProvider: Sendable, Equatable {
     /// Our name for it: `apple`, or `oidc:<issuer>` for the extra ones (the `identities.provider` column).
-    public var name: String
-    public var issuer: String
-    public var jwksURL: String
+    package var name: String
+    package var issuer: String
+    package var jwksURL: String
     /// Accepted `aud` values; empty accepts any (Clerk session tokens carry no `aud` by default).
-    public var audiences: [String]
+    package var audiences: [String]
 
-    public init(name: String, issuer: String, jwksURL: String, audiences: [String]) {
+    package init(name: String, issuer: String, jwksURL: String, audiences: [String]) {
         self.name = name
         self.issuer = issuer
         self.jwksURL = jwksURL
@@ -21,11 +21,11 @@ public struct IdentityProvider: Sendable, Equatable {
 }
 
 /// What a verified identity token says about its user.
-public struct VerifiedIdentity: Sendable, Equatable {
-    public var provider: String
-    public var subject: String
-    public var email: String?
-    public var emailVerified: Bool
+package struct VerifiedIdentity: Sendable, Equatable {
+    package var provider: String
+    package var subject: String
+    package var email: String?
+    package var emailVerified: Bool
 }
 
 struct IdentityClaims: JWTPayload {
@@ -43,8 +43,8 @@ struct IdentityClaims: JWTPayload {
 /// Verifies identity tokens against the issuer's JWKS, fetched over HTTP and cached. A token signed with a key
 /// id we do not know triggers one refetch (key rotation), at most every `minimumRefetchInterval`, so a flood of
 /// bad tokens cannot turn into a flood of requests to the issuer. RS256 only.
-public actor IdentityVerifier {
-    public let provider: IdentityProvider
+package actor IdentityVerifier {
+    package let provider: IdentityProvider
     private let http: HTTPClient
     private let logger: Logger
     private let cacheLifetime: Duration
@@ -54,7 +54,7 @@ public actor IdentityVerifier {
     private var fetchedAt: ContinuousClock.Instant?
     private var inFlight: Task<Void, any Error>?
 
-    public init(
+    package init(
         provider: IdentityProvider, http: HTTPClient, logger: Logger, cacheLifetime: Duration = .seconds(3600),
         minimumRefetchInterval: Duration = .seconds(10)
     ) {
@@ -65,7 +65,7 @@ public actor IdentityVerifier {
         self.minimumRefetchInterval = minimumRefetchInterval
     }
 
-    public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> VerifiedIdentity {
+    package func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> VerifiedIdentity {
         let header = try PeekedHeader(token: token)
         guard header.alg == "RS256" else { throw TokenError(.invalid, "identity token must be signed with RS256") }
         guard let kid = header.kid, !kid.isEmpty else { throw TokenError(.invalid, "identity token has no key id") }

@@ -5,18 +5,18 @@ import Foundation
 /// bcrypt through libxcrypt's `crypt_r` (`$2b$`; verifies the `$2a$`/`$2b$`/`$2y$` hashes bcryptjs wrote).
 /// Hashing costs tens of milliseconds of CPU, so it runs on Dispatch's global queue, never on Swift's
 /// cooperative pool, where it would stall every request on its core.
-public struct PasswordHasher: Sendable {
+package struct PasswordHasher: Sendable {
     /// bcrypt's work factor: 2^cost rounds. 10 takes 50–80 ms on this project's 2-core machine.
-    public var cost: Int
+    package var cost: Int
 
-    public init(cost: Int = 10) {
+    package init(cost: Int = 10) {
         self.cost = cost
     }
 
     /// bcrypt reads at most 72 bytes; longer passwords would be silently truncated, so they are refused.
-    public static let maxPasswordBytes = 72
+    package static let maxPasswordBytes = 72
 
-    public func hash(_ password: String) async throws -> String {
+    package func hash(_ password: String) async throws -> String {
         let cost = self.cost
         return try await Self.offPool {
             var settingBuffer = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
@@ -30,7 +30,7 @@ public struct PasswordHasher: Sendable {
     }
 
     /// Whether `password` matches `storedHash`; the comparison takes the same time wherever they differ.
-    public func verify(_ password: String, against storedHash: String) async -> Bool {
+    package func verify(_ password: String, against storedHash: String) async -> Bool {
         guard storedHash.hasPrefix("$2a$") || storedHash.hasPrefix("$2b$") || storedHash.hasPrefix("$2y$") else { return false }
         let computed = try? await Self.offPool { try Self.crypt(password, setting: storedHash) }
         guard let computed else { return false }
@@ -39,7 +39,7 @@ public struct PasswordHasher: Sendable {
 
     /// Spends the time a verification would, for unknown accounts: a login for an unknown email takes as
     /// long as one with a wrong password, so timing does not tell which part was wrong.
-    public func burnVerification() async {
+    package func burnVerification() async {
         _ = await verify("not the password", against: Self.decoyHash)
     }
 
@@ -68,13 +68,13 @@ public struct PasswordHasher: Sendable {
     }
 }
 
-public struct PasswordHashError: Error, CustomStringConvertible {
-    public let description: String
+package struct PasswordHashError: Error, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }
 
 /// Compares two byte strings in time that depends only on their lengths.
-public func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+package func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     var difference: UInt8 = 0
     for index in a.indices { difference |= a[index] ^ b[index] }

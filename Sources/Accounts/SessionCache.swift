@@ -9,8 +9,8 @@ import Synchronization
 /// forgets its entries here at once and tells the other API processes through `publish` (the API wires it to
 /// a Redis channel; each process forgets what it hears, and everything when it resubscribes). So a revoked
 /// token stops working everywhere as soon as the message arrives, and within `ttl` if it is lost.
-public final class SessionCache: Sendable {
-    public typealias Publisher = @Sendable (String) async -> Void
+package final class SessionCache: Sendable {
+    package typealias Publisher = @Sendable (String) async -> Void
 
     private struct Entry {
         var userID: String
@@ -26,18 +26,18 @@ public final class SessionCache: Sendable {
         var publish: Publisher?
     }
 
-    public let ttl: Duration
-    public let capacity: Int
+    package let ttl: Duration
+    package let capacity: Int
     private let state = Mutex(State())
 
     /// - Parameter ttl: zero disables the cache (every request is checked against the database).
-    public init(ttl: Duration, capacity: Int = 10_000) {
+    package init(ttl: Duration, capacity: Int = 10_000) {
         self.ttl = ttl
         self.capacity = capacity
     }
 
     /// Sets how revocations reach the other processes (a message `session <uuid>` or `user <id>`).
-    public func setPublisher(_ publish: @escaping Publisher) {
+    package func setPublisher(_ publish: @escaping Publisher) {
         state.withLock { $0.publish = publish }
     }
 
@@ -88,7 +88,7 @@ public final class SessionCache: Sendable {
     }
 
     /// Applies a message from another process (`session <uuid>`, `user <id>`); anything else forgets everything.
-    public func forget(message: String) {
+    package func forget(message: String) {
         let parts = message.split(separator: " ", maxSplits: 1).map(String.init)
         switch (parts.first, parts.count == 2 ? parts[1] : nil) {
         case ("session", let id?): forget(UUID(uuidString: id).map(Forgotten.session) ?? .all)
@@ -98,7 +98,7 @@ public final class SessionCache: Sendable {
     }
 
     /// Forgets every entry (a process that may have missed messages, e.g. after resubscribing).
-    public func forgetAll() {
+    package func forgetAll() {
         forget(.all)
     }
 
@@ -119,7 +119,7 @@ public final class SessionCache: Sendable {
         }
     }
 
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     private func publish(_ message: String) async {
         guard let publish = state.withLock({ $0.publish }) else { return }

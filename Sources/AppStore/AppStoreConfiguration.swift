@@ -4,17 +4,17 @@ import Foundation
 /// CONFIGURATION_ERROR), `APPSTORE_ENVIRONMENTS` (`Production` by default; `Production,Sandbox` to take TestFlight
 /// and development purchases too), `APPSTORE_PRODUCT_TIERS` (`product=tier,…`), `APPSTORE_ROOT_CERTIFICATES` (a PEM
 /// file of the roots to pin; Apple Root CA - G3 when unset, only tests set it).
-public struct AppStoreConfiguration: Sendable {
-    public var verifier: AppStoreVerifier
-    public var products: AppStoreProducts
+package struct AppStoreConfiguration: Sendable {
+    package var verifier: AppStoreVerifier
+    package var products: AppStoreProducts
 
-    public init(verifier: AppStoreVerifier, products: AppStoreProducts) {
+    package init(verifier: AppStoreVerifier, products: AppStoreProducts) {
         self.verifier = verifier
         self.products = products
     }
 
     /// Nil when `APPSTORE_BUNDLE_ID` is unset; a setting that cannot be right is refused with its name.
-    public static func fromEnvironment(_ environment: [String: String]) throws -> AppStoreConfiguration? {
+    package static func fromEnvironment(_ environment: [String: String]) throws -> AppStoreConfiguration? {
         func value(_ name: String) -> String? {
             guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
             return text

@@ -1,6 +1,6 @@
 /// Why a signed App Store payload was refused. `code` is what a client or operator can act on.
-public struct AppStoreError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Code: String, Sendable {
+package struct AppStoreError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Code: String, Sendable {
         /// The JWS is malformed, its chain does not lead to the pinned root, a certificate expired, or the signature
         /// does not match.
         case invalidSignature
@@ -12,13 +12,13 @@ public struct AppStoreError: Error, CustomStringConvertible, Sendable, Equatable
         case notConfigured
     }
 
-    public let code: Code
-    public let message: String
+    package let code: Code
+    package let message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -2,47 +2,47 @@ import Foundation
 import JWTKit
 
 /// A StoreKit 2 transaction as Apple signs it (`JWSTransactionDecodedPayload`); times are Unix milliseconds.
-public struct AppStoreTransaction: JWTPayload, Equatable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var bundleId: String
-    public var productId: String
-    public var purchaseDate: Int64
-    public var expiresDate: Int64?
+package struct AppStoreTransaction: JWTPayload, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String
+    package var bundleId: String
+    package var productId: String
+    package var purchaseDate: Int64
+    package var expiresDate: Int64?
     /// `Production` or `Sandbox`.
-    public var environment: String
+    package var environment: String
     /// `Auto-Renewable Subscription`, `Non-Consumable`, …
-    public var type: String?
+    package var type: String?
     /// Set when Apple refunded or revoked the transaction.
-    public var revocationDate: Int64?
-    public var signedDate: Int64
+    package var revocationDate: Int64?
+    package var signedDate: Int64
     /// The app's account id for the buyer, when the app set one at purchase (a UUID).
-    public var appAccountToken: String?
+    package var appAccountToken: String?
 
-    public var signedAt: Date { Date(timeIntervalSince1970: TimeInterval(signedDate) / 1000) }
+    package var signedAt: Date { Date(timeIntervalSince1970: TimeInterval(signedDate) / 1000) }
 
     // The chain and signature are checked by `AppStoreVerifier`; the payload's own fields by its callers.
-    public func verify(using algorithm: some JWTAlgorithm) throws {}
+    package func verify(using algorithm: some JWTAlgorithm) throws {}
 }
 
 /// An App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`), the part this server reads.
-public struct AppStoreNotification: JWTPayload, Equatable {
-    public struct Data: Codable, Sendable, Equatable {
-        public var bundleId: String?
-        public var environment: String?
-        public var signedTransactionInfo: String?
-        public var signedRenewalInfo: String?
+package struct AppStoreNotification: JWTPayload, Equatable {
+    package struct Data: Codable, Sendable, Equatable {
+        package var bundleId: String?
+        package var environment: String?
+        package var signedTransactionInfo: String?
+        package var signedRenewalInfo: String?
     }
 
     /// `SUBSCRIBED`, `DID_RENEW`, `EXPIRED`, `REFUND`, `REVOKE`, `DID_FAIL_TO_RENEW`, `TEST`, …
-    public var notificationType: String
-    public var subtype: String?
-    public var notificationUUID: String
-    public var data: Data?
-    public var signedDate: Int64
-    public var version: String?
+    package var notificationType: String
+    package var subtype: String?
+    package var notificationUUID: String
+    package var data: Data?
+    package var signedDate: Int64
+    package var version: String?
 
-    public var signedAt: Date { Date(timeIntervalSince1970: TimeInterval(signedDate) / 1000) }
+    package var signedAt: Date { Date(timeIntervalSince1970: TimeInterval(signedDate) / 1000) }
 
-    public func verify(using algorithm: some JWTAlgorithm) throws {}
+    package func verify(using algorithm: some JWTAlgorithm) throws {}
 }

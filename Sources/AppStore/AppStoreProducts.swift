@@ -3,15 +3,15 @@ import Store
 
 /// App Store products in CarbScan's terms (`APPSTORE_PRODUCT_TIERS`: `com.carbscan.pro.monthly=pro,…`), and the
 /// state a signed transaction gives its buyer.
-public struct AppStoreProducts: Sendable, Equatable {
-    public var tiers: [String: Tier]
+package struct AppStoreProducts: Sendable, Equatable {
+    package var tiers: [String: Tier]
 
-    public init(tiers: [String: Tier]) {
+    package init(tiers: [String: Tier]) {
         self.tiers = tiers
     }
 
     /// `product=tier` pairs, comma-separated; an unknown tier name is refused (nil), never guessed.
-    public static func parse(_ text: String) -> AppStoreProducts? {
+    package static func parse(_ text: String) -> AppStoreProducts? {
         var tiers: [String: Tier] = [:]
         for pair in text.split(separator: ",") {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -24,7 +24,7 @@ public struct AppStoreProducts: Sendable, Equatable {
     /// The product's tier while the subscription runs (not past `expiresDate`, not refunded or revoked); the free
     /// tier once it has ended. `stateAt` is Apple's signing time, so an older signed state never overwrites a newer
     /// one (the same guard as Stripe's event times).
-    public func update(for transaction: AppStoreTransaction, now: Date) throws(AppStoreError) -> SubscriptionUpdate {
+    package func update(for transaction: AppStoreTransaction, now: Date) throws(AppStoreError) -> SubscriptionUpdate {
         guard let paid = tiers[transaction.productId] else {
             throw AppStoreError(.unknownProduct, "product \(transaction.productId.prefix(100)) maps to no tier (APPSTORE_PRODUCT_TIERS)")
         }

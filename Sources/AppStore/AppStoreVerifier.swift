@@ -11,19 +11,19 @@ import X509
 /// match the leaf's key. Then the payload must name this app (`bundleId`) and an accepted environment.
 ///
 /// Built on jwt-kit's `X5CVerifier` (swift-certificates for the chain, swift-crypto for the signature).
-public struct AppStoreVerifier: Sendable {
+package struct AppStoreVerifier: Sendable {
     /// Apple's marker extensions: the App Store receipt-signing leaf, and the WWDR intermediate that issues it.
     static let receiptSigningOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 11, 1]
     static let intermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 2, 1]
 
-    public let bundleID: String
+    package let bundleID: String
     /// `Production`, `Sandbox`, or both (TestFlight and development builds buy in the sandbox).
-    public let environments: Set<String>
+    package let environments: Set<String>
     private let verifier: X5CVerifier
 
     /// - Parameters:
     ///   - rootCertificates: PEM roots to pin; nil pins Apple Root CA - G3 (shipped with this module).
-    public init(bundleID: String, environments: Set<String>, rootCertificates: [String]? = nil) throws {
+    package init(bundleID: String, environments: Set<String>, rootCertificates: [String]? = nil) throws {
         self.bundleID = bundleID
         self.environments = environments
         self.verifier = try X5CVerifier(rootCertificates: rootCertificates ?? [Self.appleRootG3])
@@ -31,7 +31,7 @@ public struct AppStoreVerifier: Sendable {
 
     /// Apple Root CA - G3 (public; SHA-256 fingerprint 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:
     /// 17:B3:A8:C4:88:C3:65:3E:91:79, from https://www.apple.com/certificateauthority/).
-    public static let appleRootG3: String = {
+    package static let appleRootG3: String = {
         guard let url = Bundle.module.url(forResource: "AppleRootCA-G3", withExtension: "pem"),
             let pem = try? String(contentsOf: url, encoding: .utf8)
         else { fatalError("AppleRootCA-G3.pem is missing from the AppStore module's resources") }
@@ -39,14 +39,14 @@ public struct AppStoreVerifier: Sendable {
     }()
 
     /// A signed transaction, checked for this app and environment.
-    public func transaction(_ jws: String) async throws(AppStoreError) -> AppStoreTransaction {
+    package func transaction(_ jws: String) async throws(AppStoreError) -> AppStoreTransaction {
         let transaction = try await verified(jws, as: AppStoreTransaction.self)
         try check(bundleID: transaction.bundleId, environment: transaction.environment)
         return transaction
     }
 
     /// A signed notification and the transaction inside it (a `TEST` notification has none), both checked.
-    public func notification(_ jws: String) async throws(AppStoreError) -> (AppStoreNotification, AppStoreTransaction?) {
+    package func notification(_ jws: String) async throws(AppStoreError) -> (AppStoreNotification, AppStoreTransaction?) {
         let notification = try await verified(jws, as: AppStoreNotification.self)
         try check(bundleID: notification.data?.bundleId ?? "", environment: notification.data?.environment ?? "")
         guard let signed = notification.data?.signedTransactionInfo else { return (notification, nil) }

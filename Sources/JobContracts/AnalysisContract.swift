@@ -1,18 +1,18 @@
 import Queue
 
 /// `analysis` (jobs/analysis.yml): the carb estimate of a stored food photo, written as a meal.
-public enum AnalysisContract: JobContract {
-    public static let name = "analysis"
+package enum AnalysisContract: JobContract {
+    package static let name = "analysis"
 
-    public struct Parameters: Codable, Sendable, Equatable {
-        public var userId: String
+    package struct Parameters: Codable, Sendable, Equatable {
+        package var userId: String
         /// `meal_photos.id`. The payload carries it as a decimal string (the schema's `photoId` pattern): converted
         /// here, in `init(from:)` and `encode(to:)`, and nowhere else.
-        public var photoId: Int64
+        package var photoId: Int64
         /// The client's capture metadata (seed 001's `metadata` of `POST /analyze`), left out when there is none.
-        public var metadata: [String: String]?
+        package var metadata: [String: String]?
 
-        public init(userId: String, photoId: Int64, metadata: [String: String]? = nil) {
+        package init(userId: String, photoId: Int64, metadata: [String: String]? = nil) {
             self.userId = userId
             self.photoId = photoId
             self.metadata = metadata
@@ -22,7 +22,7 @@ public enum AnalysisContract: JobContract {
             case userId, photoId, metadata
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             userId = try container.decode(String.self, forKey: .userId)
             let text = try container.decode(String.self, forKey: .photoId)
@@ -33,7 +33,7 @@ public enum AnalysisContract: JobContract {
             metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata)
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(userId, forKey: .userId)
             try container.encode(String(photoId), forKey: .photoId)
@@ -42,26 +42,26 @@ public enum AnalysisContract: JobContract {
     }
 
     /// The meal written, and the estimate as `POST /analyze` answers it.
-    public struct Result: Codable, Sendable, Equatable {
-        public var mealId: Int64
-        public var analysis: Analysis
+    package struct Result: Codable, Sendable, Equatable {
+        package var mealId: Int64
+        package var analysis: Analysis
 
-        public init(mealId: Int64, analysis: Analysis) {
+        package init(mealId: Int64, analysis: Analysis) {
             self.mealId = mealId
             self.analysis = analysis
         }
     }
 
     /// Seed 001's `analysis` object: grams of carbohydrate, a range around them and how sure the model is (0–1).
-    public struct Analysis: Codable, Sendable, Equatable {
-        public var carbEstimate: Double
-        public var confidenceLow: Double
-        public var confidenceHigh: Double
-        public var confidenceLevel: Double
-        public var analysis: String
-        public var compositeItemName: String
+    package struct Analysis: Codable, Sendable, Equatable {
+        package var carbEstimate: Double
+        package var confidenceLow: Double
+        package var confidenceHigh: Double
+        package var confidenceLevel: Double
+        package var analysis: String
+        package var compositeItemName: String
 
-        public init(
+        package init(
             carbEstimate: Double, confidenceLow: Double, confidenceHigh: Double, confidenceLevel: Double, analysis: String,
             compositeItemName: String
         ) {

@@ -1,16 +1,16 @@
 import Queue
 
 /// `chat` (jobs/chat.yml): the AI nutrition assistant's answer to one message, stored in the user's chat history.
-public enum ChatContract: JobContract {
-    public static let name = "chat"
+package enum ChatContract: JobContract {
+    package static let name = "chat"
 
-    public struct Parameters: Codable, Sendable, Equatable {
-        public var userId: String
+    package struct Parameters: Codable, Sendable, Equatable {
+        package var userId: String
         /// The reserved chat (a lowercase UUID); the stored answer is keyed by it.
-        public var messageId: String
-        public var message: String
+        package var messageId: String
+        package var message: String
 
-        public init(userId: String, messageId: String, message: String) {
+        package init(userId: String, messageId: String, message: String) {
             self.userId = userId
             self.messageId = messageId
             self.message = message
@@ -18,16 +18,16 @@ public enum ChatContract: JobContract {
     }
 
     /// The stored answer, in the shape of `POST /chat`'s 200 so that `jobs/{id}` shows the same.
-    public struct Result: Codable, Sendable, Equatable {
+    package struct Result: Codable, Sendable, Equatable {
         /// The chat history row (`chat_messages.id`), not the parameters' `messageId`.
-        public var messageId: Int64
-        public var response: String
-        public var messageType: String
-        public var followUpQuestions: [String]
+        package var messageId: Int64
+        package var response: String
+        package var messageType: String
+        package var followUpQuestions: [String]
         /// As of the answer; nil for a job enqueued before chats were reserved.
-        public var usage: Usage?
+        package var usage: Usage?
 
-        public init(messageId: Int64, response: String, messageType: String, followUpQuestions: [String], usage: Usage?) {
+        package init(messageId: Int64, response: String, messageType: String, followUpQuestions: [String], usage: Usage?) {
             self.messageId = messageId
             self.response = response
             self.messageType = messageType
@@ -37,18 +37,18 @@ public enum ChatContract: JobContract {
     }
 
     /// Seed 001's `usage` of a chat answer. `remainingChats` is `null`, never left out, for an unlimited tier.
-    public struct Usage: Codable, Sendable, Equatable {
-        public var remainingChats: Int?
-        public var totalUsedToday: Int
-        public var subscriptionTier: String
+    package struct Usage: Codable, Sendable, Equatable {
+        package var remainingChats: Int?
+        package var totalUsedToday: Int
+        package var subscriptionTier: String
 
-        public init(remainingChats: Int?, totalUsedToday: Int, subscriptionTier: String) {
+        package init(remainingChats: Int?, totalUsedToday: Int, subscriptionTier: String) {
             self.remainingChats = remainingChats
             self.totalUsedToday = totalUsedToday
             self.subscriptionTier = subscriptionTier
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(remainingChats, forKey: .remainingChats)
             try container.encode(totalUsedToday, forKey: .totalUsedToday)

@@ -1,27 +1,27 @@
 import Queue
 
 /// `login-webhook` (jobs/login-webhook.yml): a sign-in or sign-out, reported to the login endpoint of seed 002.
-public enum LoginWebhookContract: JobContract {
-    public static let name = "login-webhook"
+package enum LoginWebhookContract: JobContract {
+    package static let name = "login-webhook"
 
-    public enum Event: String, Codable, Sendable {
+    package enum Event: String, Codable, Sendable {
         case signin, signout
     }
 
     /// Seed 002's members under seed 002's names. `email` and `display_name` are sent as `null` when unknown, as
     /// the seed's body has them.
-    public struct Parameters: Codable, Sendable, Equatable {
-        public var event: Event
+    package struct Parameters: Codable, Sendable, Equatable {
+        package var event: Event
         /// Unique per event (a lowercase UUID): the endpoint refuses a second row with it, so a re-delivery is harmless.
-        public var eventId: String
-        public var provider: String
-        public var providerUID: String
-        public var email: String?
-        public var displayName: String?
+        package var eventId: String
+        package var provider: String
+        package var providerUID: String
+        package var email: String?
+        package var displayName: String?
         /// RFC 3339, as the event's reporter stamped it.
-        public var clientTimestamp: String
+        package var clientTimestamp: String
 
-        public init(
+        package init(
             event: Event, eventId: String, provider: String, providerUID: String, email: String?, displayName: String?,
             clientTimestamp: String
         ) {
@@ -41,7 +41,7 @@ public enum LoginWebhookContract: JobContract {
             case clientTimestamp = "client_timestamp"
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(event, forKey: .event)
             try container.encode(eventId, forKey: .eventId)
@@ -55,13 +55,13 @@ public enum LoginWebhookContract: JobContract {
 
     /// One of three outcomes: delivered (`status`: the endpoint's 2xx), delivered before (`duplicate`: the endpoint
     /// already had the event id), or skipped (`skipped`: why; a sign-out to an endpoint without a sign-out path).
-    public struct Result: Codable, Sendable, Equatable {
-        public var delivered: Bool
-        public var status: Int?
-        public var duplicate: Bool?
-        public var skipped: String?
+    package struct Result: Codable, Sendable, Equatable {
+        package var delivered: Bool
+        package var status: Int?
+        package var duplicate: Bool?
+        package var skipped: String?
 
-        public init(delivered: Bool, status: Int? = nil, duplicate: Bool? = nil, skipped: String? = nil) {
+        package init(delivered: Bool, status: Int? = nil, duplicate: Bool? = nil, skipped: String? = nil) {
             self.delivered = delivered
             self.status = status
             self.duplicate = duplicate

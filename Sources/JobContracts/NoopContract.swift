@@ -3,27 +3,27 @@ import Queue
 
 /// `noop` (jobs/noop.yml): does nothing, or exactly what its payload asks, so tests, chaos runs and benchmarks can
 /// drive the engine end to end through real worker processes.
-public enum NoopContract: JobContract {
-    public static let name = "noop"
+package enum NoopContract: JobContract {
+    package static let name = "noop"
 
-    public struct Parameters: Codable, Sendable, Equatable {
+    package struct Parameters: Codable, Sendable, Equatable {
         /// Sleep this long (cancellable), to simulate work.
-        public var sleepMs: Int?
+        package var sleepMs: Int?
         /// RPUSH the job id onto this Redis list after the work: the effect a chaos test counts.
-        public var record: String?
+        package var record: String?
         /// INCR this Redis key after the work (a completion counter for benchmarks).
-        public var counter: String?
+        package var counter: String?
         /// Enqueue time (unix seconds): RPUSH the pickup latency in µs onto `latency` when the job starts.
-        public var stamp: Double?
-        public var latency: String?
+        package var stamp: Double?
+        package var latency: String?
         /// Fail this way: `retry` (a retryable error), `permanent`, `outage` (Redis unreachable, as the client
         /// reports it: what the engine postpones without spending an attempt), or `crash` (trap the whole worker
         /// process: a poison message, for chaos tests).
-        public var fail: String?
+        package var fail: String?
         /// Returned as the job's result.
-        public var result: JSONValue?
+        package var result: JSONValue?
 
-        public init(
+        package init(
             sleepMs: Int? = nil, record: String? = nil, counter: String? = nil, stamp: Double? = nil, latency: String? = nil,
             fail: String? = nil, result: JSONValue? = nil
         ) {
@@ -38,5 +38,5 @@ public enum NoopContract: JobContract {
     }
 
     /// The payload's `result`, whatever JSON it is.
-    public typealias Result = JSONValue
+    package typealias Result = JSONValue
 }

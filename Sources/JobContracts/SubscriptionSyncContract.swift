@@ -3,27 +3,27 @@ import Queue
 /// `subscription-sync` (jobs/subscription-sync.yml): reads a subscription from its provider (Stripe, or a StoreKit 2
 /// transaction for the App Store) and stores the user's tier, status and renewal date; or, for the nightly
 /// reconciliation, enqueues one such sync per subscribed user.
-public enum SubscriptionSyncContract: JobContract {
-    public static let name = "subscription-sync"
+package enum SubscriptionSyncContract: JobContract {
+    package static let name = "subscription-sync"
 
     /// Who asked: a provider webhook, the app, the nightly reconciliation, or an App Store notification.
-    public enum Source: String, Codable, Sendable {
+    package enum Source: String, Codable, Sendable {
         case webhook, app, reconciliation, appstore
     }
 
     /// A reconciliation names neither a subscription nor a user; any other sync names at least one, and an
     /// `appstore` sync carries its `signedTransaction`.
-    public struct Parameters: Codable, Sendable, Equatable {
-        public var userId: String?
-        public var subscriptionId: String?
-        public var source: Source
+    package struct Parameters: Codable, Sendable, Equatable {
+        package var userId: String?
+        package var subscriptionId: String?
+        package var source: Source
         /// The provider event's creation time, unix seconds: an older event never overwrites a newer state.
-        public var eventCreated: Int?
+        package var eventCreated: Int?
         /// `appstore`: the StoreKit 2 transaction a notification carried (a JWS, verified again by the job).
-        public var signedTransaction: String?
-        public var notificationType: String?
+        package var signedTransaction: String?
+        package var notificationType: String?
 
-        public init(
+        package init(
             userId: String? = nil, subscriptionId: String? = nil, source: Source, eventCreated: Int? = nil,
             signedTransaction: String? = nil, notificationType: String? = nil
         ) {
@@ -37,12 +37,12 @@ public enum SubscriptionSyncContract: JobContract {
     }
 
     /// A user's subscription state after the sync, or what a reconciliation enqueued.
-    public enum Result: Codable, Sendable, Equatable {
+    package enum Result: Codable, Sendable, Equatable {
         case state(State)
         case reconciliation(Reconciliation)
 
         /// A reconciliation's result counts users; a state's names one.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             if let reconciliation = try? Reconciliation(from: decoder) {
                 self = .reconciliation(reconciliation)
             } else {
@@ -50,7 +50,7 @@ public enum SubscriptionSyncContract: JobContract {
             }
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             switch self {
             case .state(let state): try state.encode(to: encoder)
             case .reconciliation(let reconciliation): try reconciliation.encode(to: encoder)
@@ -59,16 +59,16 @@ public enum SubscriptionSyncContract: JobContract {
     }
 
     /// `renewalDate` is `null`, never left out, when nothing renews (the free tier).
-    public struct State: Codable, Sendable, Equatable {
-        public var userId: String
-        public var tier: String
-        public var status: String
+    package struct State: Codable, Sendable, Equatable {
+        package var userId: String
+        package var tier: String
+        package var status: String
         /// RFC 3339 with fractional seconds.
-        public var renewalDate: String?
+        package var renewalDate: String?
         /// False when a newer state was stored already (or there was nothing at the provider to read).
-        public var applied: Bool
+        package var applied: Bool
 
-        public init(userId: String, tier: String, status: String, renewalDate: String?, applied: Bool) {
+        package init(userId: String, tier: String, status: String, renewalDate: String?, applied: Bool) {
             self.userId = userId
             self.tier = tier
             self.status = status
@@ -76,7 +76,7 @@ public enum SubscriptionSyncContract: JobContract {
             self.applied = applied
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(userId, forKey: .userId)
             try container.encode(tier, forKey: .tier)
@@ -86,13 +86,13 @@ public enum SubscriptionSyncContract: JobContract {
         }
     }
 
-    public struct Reconciliation: Codable, Sendable, Equatable {
+    package struct Reconciliation: Codable, Sendable, Equatable {
         /// Subscribed users read.
-        public var users: Int
+        package var users: Int
         /// Syncs enqueued for them (fewer when a re-delivered reconciliation found its syncs enqueued already).
-        public var enqueued: Int
+        package var enqueued: Int
 
-        public init(users: Int, enqueued: Int) {
+        package init(users: Int, enqueued: Int) {
             self.users = users
             self.enqueued = enqueued
         }

@@ -1,13 +1,13 @@
 import Foundation
 
 /// One plain-text mail (RFC 5322 headers, UTF-8 body), as `SMTPMailer` sends it.
-public struct MailMessage: Sendable, Equatable {
-    public var from: String
-    public var to: String
-    public var subject: String
-    public var text: String
+package struct MailMessage: Sendable, Equatable {
+    package var from: String
+    package var to: String
+    package var subject: String
+    package var text: String
 
-    public init(from: String, to: String, subject: String, text: String) {
+    package init(from: String, to: String, subject: String, text: String) {
         self.from = from
         self.to = to
         self.subject = subject
@@ -16,15 +16,15 @@ public struct MailMessage: Sendable, Equatable {
 }
 
 /// Why a mail was not sent. `kind` tells the queue whether another try can help.
-public struct MailError: Error, CustomStringConvertible, Sendable {
-    public enum Kind: Sendable { case retryable, permanent }
-    public let kind: Kind
-    public let message: String
+package struct MailError: Error, CustomStringConvertible, Sendable {
+    package enum Kind: Sendable { case retryable, permanent }
+    package let kind: Kind
+    package let message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

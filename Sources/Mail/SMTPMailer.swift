@@ -6,14 +6,14 @@ import Foundation
 /// it, or `smtps://user:password@host:465`, TLS from the start; credentials from the URL). libcurl builds the MIME
 /// message and speaks SMTP; this type only sets options. `curl_easy_perform` blocks, so each send runs on a serial
 /// dispatch queue of its own, never on Swift's cooperative pool: sign-in links are few, one at a time is plenty.
-public final class SMTPMailer: Sendable {
+package final class SMTPMailer: Sendable {
     let url: String
     /// For logs and errors: the URL without its credentials.
-    public let displayURL: String
+    package let displayURL: String
     private let queue = DispatchQueue(label: "carbscan.smtp")
 
     /// - Throws: `.permanent` when `url` is not an `smtp://` or `smtps://` URL with a host.
-    public init(url: String) throws(MailError) {
+    package init(url: String) throws(MailError) {
         guard let components = URLComponents(string: url), let scheme = components.scheme, ["smtp", "smtps"].contains(scheme),
             let host = components.host, !host.isEmpty
         else { throw MailError(.permanent, "SMTP_URL must be smtp://host[:port] or smtps://[user:password@]host[:port]") }
@@ -24,7 +24,7 @@ public final class SMTPMailer: Sendable {
 
     private static let globalInit: Void = { _ = carbscan_curl_global_init_default() }()
 
-    public func send(_ message: MailMessage) async throws(MailError) {
+    package func send(_ message: MailMessage) async throws(MailError) {
         let result: Result<Void, MailError> = await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: self.perform(message)) }
         }

@@ -7,11 +7,11 @@ import Logging
 /// TLS peers are verified against the system CA bundle; redirects are returned, not followed; proxies come from the
 /// usual `http_proxy`/`https_proxy`/`no_proxy` environment variables, as libcurl reads them. Make one client per
 /// process (or per set of options) and call ``shutdown()`` when done; dropping the last reference shuts it down too.
-public final class HTTPClient: Sendable {
-    public let options: HTTPClientOptions
+package final class HTTPClient: Sendable {
+    package let options: HTTPClientOptions
     private let thread: CurlMultiThread
 
-    public init(options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http")) {
+    package init(options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http")) {
         self.options = options
         self.thread = CurlMultiThread(name: "carbscan.http", options: options, logger: logger)
     }
@@ -26,7 +26,7 @@ public final class HTTPClient: Sendable {
     /// - Parameters:
     ///   - connectTimeout: Replaces ``HTTPClientOptions/connectTimeout`` for this request.
     ///   - totalTimeout: Replaces ``HTTPClientOptions/totalTimeout`` for this request.
-    public func send(
+    package func send(
         _ request: HTTPRequest, connectTimeout: Duration? = nil, totalTimeout: Duration? = nil
     ) async throws(HTTPClientError) -> HTTPResponse {
         let host = try Self.host(of: request)
@@ -35,7 +35,7 @@ public final class HTTPClient: Sendable {
 
     /// Fails in-flight and queued requests with ``HTTPClientError/Code/shutdown``, refuses new ones, and stops the
     /// thread. Idempotent; returns without waiting for the thread to exit.
-    public func shutdown() {
+    package func shutdown() {
         thread.shutdown()
     }
 

@@ -1,6 +1,6 @@
 /// Why a request got no HTTP response. An HTTP error status is not one: it comes back as an ``HTTPResponse``.
-public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
-    public enum Code: Sendable {
+package struct HTTPClientError: Error, Sendable, CustomStringConvertible {
+    package enum Code: Sendable {
         /// The URL does not parse, or its scheme is not `http`/`https`.
         case invalidURL
         /// A header name or value holds a line break or a colon where it cannot.
@@ -21,16 +21,16 @@ public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
         case transport
     }
 
-    public var code: Code
+    package var code: Code
     /// Names the method and host, never the path or query (which may carry keys).
-    public var message: String
+    package var message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { "HTTPClientError.\(code): \(message)" }
+    package var description: String { "HTTPClientError.\(code): \(message)" }
 }
 
 extension HTTPClientError {

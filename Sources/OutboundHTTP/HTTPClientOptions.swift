@@ -1,15 +1,15 @@
 /// Settings shared by every request of one ``HTTPClient``.
-public struct HTTPClientOptions: Sendable {
+package struct HTTPClientOptions: Sendable {
     /// Time allowed for DNS, TCP and TLS set-up.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// Time allowed for the whole exchange, connection included.
-    public var totalTimeout: Duration
+    package var totalTimeout: Duration
     /// A response body larger than this fails with ``HTTPClientError/Code/responseTooLarge``; the transfer is aborted
     /// as soon as the limit is passed, or before the body when `Content-Length` announces it.
-    public var maxResponseBytes: Int
-    public var userAgent: String
+    package var maxResponseBytes: Int
+    package var userAgent: String
 
-    public init(
+    package init(
         connectTimeout: Duration = .seconds(5),
         totalTimeout: Duration = .seconds(30),
         maxResponseBytes: Int = 16 << 20,

@@ -1,5 +1,5 @@
 /// How a job should treat the result of a call.
-public enum HTTPOutcome: Sendable, Equatable {
+package enum HTTPOutcome: Sendable, Equatable {
     case success
     /// Try again later: the network, a timeout, 408, 429 or 5xx.
     case retryable
@@ -9,7 +9,7 @@ public enum HTTPOutcome: Sendable, Equatable {
 
 extension HTTPResponse {
     /// 2xx/3xx → success; 408, 429 and 5xx → retryable; any other status → permanent.
-    public var outcome: HTTPOutcome {
+    package var outcome: HTTPOutcome {
         switch status {
         case 200..<400: .success
         case 408, 429, 500...: .retryable
@@ -20,7 +20,7 @@ extension HTTPResponse {
 
 extension HTTPClientError {
     /// A malformed request or an oversized answer fails the same way every time; everything else may pass later.
-    public var outcome: HTTPOutcome {
+    package var outcome: HTTPOutcome {
         switch code {
         case .invalidURL, .invalidRequest, .responseTooLarge: .permanent
         case .connect, .timeout, .tls, .cancelled, .shutdown, .transport: .retryable

@@ -5,14 +5,14 @@ import Foundation
 ///
 /// Its SQL runs inside a transaction the migrator opens, so it must not contain `BEGIN`/`COMMIT` or statements
 /// that cannot run in a transaction (`CREATE INDEX CONCURRENTLY`).
-public struct Migration: Sendable, Equatable {
-    public var version: Int
-    public var name: String
-    public var sql: String
+package struct Migration: Sendable, Equatable {
+    package var version: Int
+    package var name: String
+    package var sql: String
     /// The file it was loaded from, for messages; nil when built in code.
-    public var file: String?
+    package var file: String?
 
-    public init(version: Int, name: String, sql: String, file: String? = nil) {
+    package init(version: Int, name: String, sql: String, file: String? = nil) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -21,14 +21,14 @@ public struct Migration: Sendable, Equatable {
 
     /// SHA-256 of the SQL text (hex), recorded when applied: a file edited after that is refused.
     /// SHA-256 of the file's text, as 64 lowercase hex digits (swift-crypto; no home-made digest).
-    public var checksum: String { SHA256.hash(data: Array(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
+    package var checksum: String { SHA256.hash(data: Array(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
 
     /// How messages name it: the file, or `version N (name)`.
     var label: String { file ?? "version \(version) (\(name))" }
 
     /// Loads every `NNNN_name.sql` in `directory`, sorted by version. Other files are ignored; a `.sql` file with
     /// a bad name, or two files with one version, is an error naming the file(s).
-    public static func load(directory: URL) throws -> [Migration] {
+    package static func load(directory: URL) throws -> [Migration] {
         let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
         var byVersion: [Int: Migration] = [:]
         for url in files where url.pathExtension == "sql" {
@@ -53,8 +53,8 @@ public struct Migration: Sendable, Equatable {
 }
 
 /// Why loading or applying migrations failed.
-public struct MigrationError: Error, CustomStringConvertible, Sendable {
-    public enum Code: Sendable, Hashable {
+package struct MigrationError: Error, CustomStringConvertible, Sendable {
+    package enum Code: Sendable, Hashable {
         /// A `.sql` file with a bad name, or unreadable.
         case invalidFile
         /// Two files with one version.
@@ -65,16 +65,16 @@ public struct MigrationError: Error, CustomStringConvertible, Sendable {
         case failed
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
     /// The Postgres error behind a `.failed` migration.
-    public var underlying: PostgresError?
+    package var underlying: PostgresError?
 
-    public init(_ code: Code, _ message: String, underlying: PostgresError? = nil) {
+    package init(_ code: Code, _ message: String, underlying: PostgresError? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
-    public var description: String { "migration \(code): \(message)" }
+    package var description: String { "migration \(code): \(message)" }
 }

@@ -7,7 +7,7 @@ import Logging
 /// Concurrent starters are safe: the migrator holds a session advisory lock (per schema) on one connection while it
 /// reads what ran and applies the rest, so a second starter waits, then finds nothing to do. Each migration runs in
 /// its own transaction together with its record, so a failing one leaves no trace.
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     private let client: PostgresClient
     private let migrations: [Migration]
     private let logger: Logger
@@ -15,7 +15,7 @@ public struct Migrator: Sendable {
     /// Any constant serves; it keeps the migration lock apart from other advisory locks of the application.
     private static let lockNamespace = 0x6d69_6772  // "migr"
 
-    public init(client: PostgresClient, migrations: [Migration], logger: Logger) {
+    package init(client: PostgresClient, migrations: [Migration], logger: Logger) {
         self.client = client
         self.migrations = migrations.sorted { $0.version < $1.version }
         self.logger = logger
@@ -24,7 +24,7 @@ public struct Migrator: Sendable {
     /// Applies the pending migrations in version order and returns them. Refuses to apply anything when an applied
     /// migration's SQL has changed since.
     @discardableResult
-    public func migrate() async throws -> [Migration] {
+    package func migrate() async throws -> [Migration] {
         try await client.withPinnedConnection { connection in
             do {
                 // Migrations may run long (index builds), and the lock may wait for another starter: no statement timeout.
@@ -42,7 +42,7 @@ public struct Migrator: Sendable {
     }
 
     /// Every known migration with when it was applied (nil: pending).
-    public func status() async throws -> [(migration: Migration, appliedAt: Date?)] {
+    package func status() async throws -> [(migration: Migration, appliedAt: Date?)] {
         let present: Bool = try await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")[0].decode("present")
         var appliedAt: [Int: Date] = [:]
         if present {

@@ -7,8 +7,8 @@ import Synchronization
 /// back, so a transaction must not wait on the client itself for more connections than the pool has.
 /// A connection found broken fails the call that hit it with `.connection` and is reconnected (with capped
 /// exponential backoff) for the next one.
-public final class PostgresClient: PostgresQueryable {
-    public let configuration: PostgresConfiguration
+package final class PostgresClient: PostgresQueryable {
+    package let configuration: PostgresConfiguration
     private let threads: [ConnectionThread]
     private let pool: Mutex<Pool>
     private let logger: Logger
@@ -26,7 +26,7 @@ public final class PostgresClient: PostgresQueryable {
     }
 
     /// Starts the connection threads; connections open on first use, so this never fails or blocks.
-    public init(configuration: PostgresConfiguration, logger: Logger = Logger(label: "postgres")) {
+    package init(configuration: PostgresConfiguration, logger: Logger = Logger(label: "postgres")) {
         self.configuration = configuration
         self.logger = logger
         let threads = (0..<max(1, configuration.poolSize)).map {
@@ -42,7 +42,7 @@ public final class PostgresClient: PostgresQueryable {
     }
 
     /// Closes the connections once their queued statements finished; later calls throw `.closed`.
-    public func shutdown() {
+    package func shutdown() {
         let waiters = pool.withLock { pool in
             pool.closed = true
             defer { pool.waiters.removeAll() }
@@ -52,7 +52,7 @@ public final class PostgresClient: PostgresQueryable {
         for thread in threads { thread.close() }
     }
 
-    public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
+    package func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
         let parameters = parameters.map(EncodedParameter.init)
         return try await withThread { thread in
             try await thread.run { connection throws(PostgresError) in
@@ -64,21 +64,21 @@ public final class PostgresClient: PostgresQueryable {
     }
 
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> Int {
+    package func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> Int {
         try await query(sql, parameters).affectedRows
     }
 
     /// Runs `body` in `BEGIN` … `COMMIT` on one connection; `ROLLBACK` when it throws (and rethrows).
     /// A connection that breaks inside fails the transaction with `.connection` and is reconnected afterwards.
     @discardableResult
-    public func transaction<T: Sendable>(
+    package func transaction<T: Sendable>(
         isolation: isolated (any Actor)? = #isolation, _ body: (PostgresTransaction) async throws -> T
     ) async throws -> T {
         try await withPinnedConnection { connection in try await connection.transaction(body) }
     }
 
     /// Runs several statements with the simple-query protocol (no parameters): for migrations and test set-up only.
-    public func executeScript(_ sql: String) async throws {
+    package func executeScript(_ sql: String) async throws {
         try await withThread { thread in
             try await thread.run { connection throws(PostgresError) in
                 try connection.ensureConnected()

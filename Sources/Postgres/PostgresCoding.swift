@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Numbers, `Bool`, `Date`, `UUID` and bytes are sent with their type (`Int` as `bigint`), so a function taking
 /// `integer` needs a cast (`pg_terminate_backend($1::int)`); columns and comparisons convert on their own.
-public protocol PostgresEncodable: Sendable {
+package protocol PostgresEncodable: Sendable {
     /// The value as PostgreSQL's text input would read it (what `psql` prints).
     var postgresText: String { get }
     /// The parameter's type OID. 0 (the default) lets the server infer the type from the statement, as for a
@@ -13,11 +13,11 @@ public protocol PostgresEncodable: Sendable {
 }
 
 extension PostgresEncodable {
-    public var postgresType: UInt32 { 0 }
+    package var postgresType: UInt32 { 0 }
 }
 
 /// A value that can be read from a result column in PostgreSQL's text format.
-public protocol PostgresDecodable {
+package protocol PostgresDecodable {
     /// Reads a non-NULL value; nil when `text` is not a valid value of this type.
     /// - Parameters:
     ///   - text: the value in text format.
@@ -28,7 +28,7 @@ public protocol PostgresDecodable {
 }
 
 extension PostgresDecodable {
-    public static var postgresNull: Self? { nil }
+    package static var postgresNull: Self? { nil }
 }
 
 /// Type OIDs from `pg_type` (stable across PostgreSQL versions).
@@ -44,45 +44,45 @@ enum PostgresType {
 }
 
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
-    public init?(postgresText text: String, type: UInt32) {
+    package init?(postgresText text: String, type: UInt32) {
         guard let value = Wrapped(postgresText: text, type: type) else { return nil }
         self = .some(value)
     }
-    public static var postgresNull: Self? { .some(.none) }
+    package static var postgresNull: Self? { .some(.none) }
 }
 
 extension String: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { self }
-    public init?(postgresText text: String, type: UInt32) { self = text }
+    package var postgresText: String { self }
+    package init?(postgresText text: String, type: UInt32) { self = text }
 }
 
 extension Int: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { String(self) }
-    public var postgresType: UInt32 { PostgresType.int8 }
-    public init?(postgresText text: String, type: UInt32) { self.init(text) }
+    package var postgresText: String { String(self) }
+    package var postgresType: UInt32 { PostgresType.int8 }
+    package init?(postgresText text: String, type: UInt32) { self.init(text) }
 }
 
 extension Int64: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { String(self) }
-    public var postgresType: UInt32 { PostgresType.int8 }
-    public init?(postgresText text: String, type: UInt32) { self.init(text) }
+    package var postgresText: String { String(self) }
+    package var postgresType: UInt32 { PostgresType.int8 }
+    package init?(postgresText text: String, type: UInt32) { self.init(text) }
 }
 
 extension Int32: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { String(self) }
-    public var postgresType: UInt32 { PostgresType.int4 }
-    public init?(postgresText text: String, type: UInt32) { self.init(text) }
+    package var postgresText: String { String(self) }
+    package var postgresType: UInt32 { PostgresType.int4 }
+    package init?(postgresText text: String, type: UInt32) { self.init(text) }
 }
 
 extension Double: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String {
+    package var postgresText: String {
         if isNaN { return "NaN" }
         if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
         // Swift prints the shortest text that reads back as the same Double, as PostgreSQL (extra_float_digits 1) does.
         return String(self)
     }
-    public var postgresType: UInt32 { PostgresType.float8 }
-    public init?(postgresText text: String, type: UInt32) {
+    package var postgresType: UInt32 { PostgresType.float8 }
+    package init?(postgresText text: String, type: UInt32) {
         switch text {
         case "NaN": self = .nan
         case "Infinity": self = .infinity
@@ -93,9 +93,9 @@ extension Double: PostgresEncodable, PostgresDecodable {
 }
 
 extension Bool: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { self ? "t" : "f" }
-    public var postgresType: UInt32 { PostgresType.bool }
-    public init?(postgresText text: String, type: UInt32) {
+    package var postgresText: String { self ? "t" : "f" }
+    package var postgresType: UInt32 { PostgresType.bool }
+    package init?(postgresText text: String, type: UInt32) {
         switch text {
         case "t", "true": self = true
         case "f", "false": self = false
@@ -105,17 +105,17 @@ extension Bool: PostgresEncodable, PostgresDecodable {
 }
 
 extension UUID: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { uuidString.lowercased() }
-    public var postgresType: UInt32 { PostgresType.uuid }
-    public init?(postgresText text: String, type: UInt32) { self.init(uuidString: text) }
+    package var postgresText: String { uuidString.lowercased() }
+    package var postgresType: UInt32 { PostgresType.uuid }
+    package init?(postgresText text: String, type: UInt32) { self.init(uuidString: text) }
 }
 
 /// `timestamptz` with microsecond precision. Connections run with `TimeZone=UTC` and `DateStyle=ISO`, but any
 /// offset the server prints is honoured. `date` and `timestamp` columns read as UTC; ±infinity as `distantFuture`/`distantPast`.
 extension Date: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { PostgresTimestamp.format(self) }
-    public var postgresType: UInt32 { PostgresType.timestamptz }
-    public init?(postgresText text: String, type: UInt32) {
+    package var postgresText: String { PostgresTimestamp.format(self) }
+    package var postgresType: UInt32 { PostgresType.timestamptz }
+    package init?(postgresText text: String, type: UInt32) {
         guard let date = PostgresTimestamp.parse(text) else { return nil }
         self = date
     }
@@ -123,9 +123,9 @@ extension Date: PostgresEncodable, PostgresDecodable {
 
 /// `bytea`, sent and read in hex format (`\x0a1b…`).
 extension [UInt8]: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { Bytea.hex(self) }
-    public var postgresType: UInt32 { PostgresType.bytea }
-    public init?(postgresText text: String, type: UInt32) {
+    package var postgresText: String { Bytea.hex(self) }
+    package var postgresType: UInt32 { PostgresType.bytea }
+    package init?(postgresText text: String, type: UInt32) {
         if type != PostgresType.bytea {
             self = Array(text.utf8)
             return
@@ -137,9 +137,9 @@ extension [UInt8]: PostgresEncodable, PostgresDecodable {
 
 /// `bytea`, like `[UInt8]`.
 extension Data: PostgresEncodable, PostgresDecodable {
-    public var postgresText: String { Bytea.hex(self) }
-    public var postgresType: UInt32 { PostgresType.bytea }
-    public init?(postgresText text: String, type: UInt32) {
+    package var postgresText: String { Bytea.hex(self) }
+    package var postgresType: UInt32 { PostgresType.bytea }
+    package init?(postgresText text: String, type: UInt32) {
         guard let bytes = [UInt8](postgresText: text, type: type) else { return nil }
         self = Data(bytes)
     }

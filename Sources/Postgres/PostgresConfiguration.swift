@@ -3,30 +3,30 @@ import Foundation
 /// Where and how to connect. Built from `postgres://user[:password]@host[:port]/database[?sslmode=…&application_name=…]`.
 ///
 /// `description` redacts the password, so a configuration can be logged as it is.
-public struct PostgresConfiguration: Sendable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public var username: String?
-    public var password: String?
+package struct PostgresConfiguration: Sendable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
+    package var username: String?
+    package var password: String?
     /// The database; libpq's default (the user name) when nil.
-    public var database: String?
+    package var database: String?
     /// libpq's `sslmode` (`disable`, `prefer`, `require`, `verify-full`, …); libpq's default (`prefer`) when nil.
-    public var sslMode: String?
+    package var sslMode: String?
     /// Connections in the pool; each is owned by its own thread.
-    public var poolSize: Int = 4
+    package var poolSize: Int = 4
     /// How long establishing a connection (TCP, TLS, authentication) may take.
-    public var connectTimeout: Duration = .seconds(5)
+    package var connectTimeout: Duration = .seconds(5)
     /// The server cancels any statement running longer (SQLSTATE 57014, thrown as `.timeout`). Nil: the server's default.
-    public var statementTimeout: Duration? = .seconds(30)
+    package var statementTimeout: Duration? = .seconds(30)
     /// The `search_path` every connection uses, e.g. `"tenant_a"` or `"tenant_a, public"`. The schema is not created here.
-    public var searchPath: String?
+    package var searchPath: String?
     /// Shown in `pg_stat_activity`, so an operator can tell this service's connections apart.
-    public var applicationName: String = "carbscan"
+    package var applicationName: String = "carbscan"
     /// Reconnect backoff: doubles from `reconnectBase` up to `reconnectMax`; within it, calls fail fast.
-    public var reconnectBase: Duration = .milliseconds(100)
-    public var reconnectMax: Duration = .seconds(1)
+    package var reconnectBase: Duration = .milliseconds(100)
+    package var reconnectMax: Duration = .seconds(1)
 
-    public init(host: String = "127.0.0.1", port: Int = 5432, username: String? = nil, password: String? = nil, database: String? = nil) {
+    package init(host: String = "127.0.0.1", port: Int = 5432, username: String? = nil, password: String? = nil, database: String? = nil) {
         self.host = host
         self.port = port
         self.username = username
@@ -35,7 +35,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// Parses `postgres://` or `postgresql://user[:password]@host[:port]/database[?sslmode=…&application_name=…]`.
-    public init(url: String) throws(PostgresError) {
+    package init(url: String) throws(PostgresError) {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             scheme == "postgres" || scheme == "postgresql"
         else {
@@ -75,7 +75,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     }
 
     /// The URL with any password replaced by `***`, fit for logs.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url) else {
             // Unparseable: still hide anything between "://user:" and "@".
             return url.replacing(/:\/\/([^:\/@]*):[^@]*@/) { "://\($0.output.1):***@" }
@@ -85,7 +85,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         return components.string ?? "postgres://***"
     }
 
-    public var description: String {
+    package var description: String {
         var text = "postgres://"
         if let username { text += username }
         if password != nil { text += ":***" }

@@ -1,7 +1,7 @@
 /// Why a Postgres call failed. `code` tells callers whether retrying can help; the server's diagnostics
 /// (`sqlState`, `detail`, `constraint`) come straight from libpq's `PQresultErrorField`.
-public struct PostgresError: Error, CustomStringConvertible, Sendable {
-    public enum Code: Sendable, Hashable {
+package struct PostgresError: Error, CustomStringConvertible, Sendable {
+    package enum Code: Sendable, Hashable {
         /// The server could not be reached, or the connection broke; the statement may or may not have run.
         case connection
         /// The server answered with an error (constraint violation, syntax error, …). See `sqlState`.
@@ -17,15 +17,15 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         case protocolError
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
     /// The five-character SQLSTATE, when the server sent one (`23505` unique violation, `57014` timeout, …).
-    public var sqlState: String?
-    public var detail: String?
+    package var sqlState: String?
+    package var detail: String?
     /// The violated constraint's name, for integrity errors.
-    public var constraint: String?
+    package var constraint: String?
 
-    public init(_ code: Code, _ message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil) {
+    package init(_ code: Code, _ message: String, sqlState: String? = nil, detail: String? = nil, constraint: String? = nil) {
         self.code = code
         self.message = message
         self.sqlState = sqlState
@@ -33,17 +33,17 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         self.constraint = constraint
     }
 
-    public var isUniqueViolation: Bool { sqlState == "23505" }
+    package var isUniqueViolation: Bool { sqlState == "23505" }
 
     /// True when retrying later may succeed (the server was away or slow, not wrong).
-    public var isTransient: Bool { code == .connection || code == .timeout }
+    package var isTransient: Bool { code == .connection || code == .timeout }
 
     /// True when the server is unreachable, shutting down or starting up (a broken connection, SQLSTATE class 08 or
     /// 57P0x are all `.connection`): nothing about the statement was wrong, and it can succeed once the server is
     /// back. A statement timeout is not an outage.
-    public var isOutage: Bool { code == .connection }
+    package var isOutage: Bool { code == .connection }
 
-    public var description: String {
+    package var description: String {
         var text = "postgres \(code): \(message)"
         if let sqlState { text += " (SQLSTATE \(sqlState))" }
         if let detail { text += " — \(detail)" }

@@ -1,7 +1,7 @@
 /// Something statements can run on: the pooled `PostgresClient`, or a `PostgresTransaction`.
 ///
 /// Parameters are bound as `$1`, `$2`, … and never spliced into the SQL; `nil` binds NULL.
-public protocol PostgresQueryable: Sendable {
+package protocol PostgresQueryable: Sendable {
     /// Runs one statement and returns its rows.
     func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows
     /// Runs one statement and returns how many rows it inserted, updated or deleted.
@@ -10,12 +10,12 @@ public protocol PostgresQueryable: Sendable {
 }
 
 extension PostgresQueryable {
-    public func query(_ sql: String) async throws -> PostgresRows {
+    package func query(_ sql: String) async throws -> PostgresRows {
         try await query(sql, [])
     }
 
     @discardableResult
-    public func execute(_ sql: String) async throws -> Int {
+    package func execute(_ sql: String) async throws -> Int {
         try await execute(sql, [])
     }
 }

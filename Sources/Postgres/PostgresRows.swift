@@ -1,5 +1,5 @@
 /// The rows a statement returned, copied out of libpq's result (so they outlive it and cross threads).
-public struct PostgresRows: Sendable, RandomAccessCollection {
+package struct PostgresRows: Sendable, RandomAccessCollection {
     /// Column metadata and every cell, row-major, shared by the rows.
     @usableFromInline
     final class Storage: Sendable {
@@ -23,7 +23,7 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 
     let storage: Storage
     /// Rows inserted, updated, deleted or returned (libpq's `PQcmdTuples`).
-    public let affectedRows: Int
+    package let affectedRows: Int
 
     init(storage: Storage, affectedRows: Int) {
         self.storage = storage
@@ -32,10 +32,10 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 
     static let empty = PostgresRows(storage: Storage(columns: [], types: [], cells: [], count: 0), affectedRows: 0)
 
-    public var columns: [String] { storage.columns }
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { storage.count }
-    public subscript(position: Int) -> PostgresRow {
+    package var columns: [String] { storage.columns }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { storage.count }
+    package subscript(position: Int) -> PostgresRow {
         precondition(indices.contains(position), "row \(position) out of range 0..<\(storage.count)")
         return PostgresRow(storage: storage, row: position)
     }
@@ -45,22 +45,22 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 ///
 /// The decoders are inlinable so that a caller's `decode` is specialized for its type: generic calls across the
 /// module boundary cost a metadata lookup per cell, which showed on a page of meals.
-public struct PostgresRow: Sendable {
+package struct PostgresRow: Sendable {
     @usableFromInline let storage: PostgresRows.Storage
     @usableFromInline let row: Int
 
-    public var columns: [String] { storage.columns }
+    package var columns: [String] { storage.columns }
 
     /// Decodes the column named `column`. NULL decodes into an `Optional` only; otherwise it is a `.decoding` error.
     @inlinable
-    public func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(PostgresError) -> T {
+    package func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(PostgresError) -> T {
         guard let index = storage.indexByName[column] else { throw missingColumn(column) }
         return try decode(index, as: type)
     }
 
     /// Decodes the column at `index` (0-based).
     @inlinable
-    public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws(PostgresError) -> T {
+    package func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws(PostgresError) -> T {
         guard storage.columns.indices.contains(index) else { throw missingColumn(index) }
         guard let text = storage.cells[row * storage.columns.count + index] else {
             guard let null = T.postgresNull else { throw unexpectedNull(index, T.self) }
@@ -92,7 +92,7 @@ public struct PostgresRow: Sendable {
     }
 
     /// True when the column at `index` is SQL NULL.
-    public func isNull(_ index: Int) -> Bool {
+    package func isNull(_ index: Int) -> Bool {
         storage.columns.indices.contains(index) && storage.cells[row * storage.columns.count + index] == nil
     }
 }

@@ -2,7 +2,7 @@ import Synchronization
 
 /// Statements inside `PostgresClient.transaction`, all on the transaction's connection. Valid only inside the
 /// closure: afterwards every call throws `.closed`.
-public struct PostgresTransaction: PostgresQueryable {
+package struct PostgresTransaction: PostgresQueryable {
     private final class State: Sendable {
         let ended = Atomic<Bool>(false)
     }
@@ -22,18 +22,18 @@ public struct PostgresTransaction: PostgresQueryable {
         }
     }
 
-    public func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
+    package func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
         try checkOpen()
         return try await connection.query(sql, parameters.map(EncodedParameter.init))
     }
 
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> Int {
+    package func execute(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> Int {
         try await query(sql, parameters).affectedRows
     }
 
     /// Runs several statements (simple-query protocol, no parameters) inside the transaction.
-    public func executeScript(_ sql: String) async throws {
+    package func executeScript(_ sql: String) async throws {
         try checkOpen()
         try await connection.script(sql)
     }

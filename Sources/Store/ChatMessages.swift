@@ -1,21 +1,21 @@
 import Foundation
 import Postgres
 
-public struct ChatMessage: Sendable, Equatable {
-    public var id: Int64
-    public var message: String
-    public var response: String
-    public var messageType: String
-    public var createdAt: Date
+package struct ChatMessage: Sendable, Equatable {
+    package var id: Int64
+    package var message: String
+    package var response: String
+    package var messageType: String
+    package var createdAt: Date
 }
 
-public struct ChatMessages: Sendable {
+package struct ChatMessages: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// The user's latest messages, newest first.
-    public func history(userID: String, limit: Int) async throws -> [ChatMessage] {
+    package func history(userID: String, limit: Int) async throws -> [ChatMessage] {
         try await db.query(
             """
             SELECT id, message, response, message_type, created_at FROM chat_messages
@@ -32,7 +32,7 @@ public struct ChatMessages: Sendable {
 
 extension ChatMessages {
     /// Stores the job's exchange once per job id; returns the row's id.
-    public func insertOnce(
+    package func insertOnce(
         userID: String, jobID: String, message: String, response: String, messageType: String, followUps: [String]
     ) async throws -> Int64 {
         let followUpsJSON = String(decoding: try JSONEncoder().encode(followUps), as: UTF8.self)

@@ -2,14 +2,14 @@ import Foundation
 import Postgres
 
 /// The daily chat quota: counted when a message is accepted, in the user's local day.
-public struct ChatQuota: Sendable {
+package struct ChatQuota: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// Counts one message against today's limit (nil: unlimited) atomically; returns today's count after it, or
     /// nil when the limit is reached (nothing counted).
-    public func take(userID: String, day: String, limit: Int?) async throws -> Int? {
+    package func take(userID: String, day: String, limit: Int?) async throws -> Int? {
         let rows = try await db.query(
             """
             INSERT INTO usage_counters (user_id, kind, period, used) VALUES ($1, 'chat', $2, 1)

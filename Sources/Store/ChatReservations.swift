@@ -4,24 +4,24 @@ import Postgres
 /// The chat a message holds against its day's limit: reserved when the message is accepted (`ChatQuota.take` in
 /// the same transaction), then charged when its answer is stored or refunded once when its job dies — each
 /// transition at most once, guarded by the reservation's status, so a failed chat never costs the user a chat.
-public struct ChatReservations: Sendable {
+package struct ChatReservations: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
-    public func insert(messageID: String, userID: String, day: String) async throws {
+    package func insert(messageID: String, userID: String, day: String) async throws {
         try await db.execute(
             "INSERT INTO chat_reservations (message_id, user_id, day) VALUES ($1::uuid, $2, $3)", [messageID, userID, day])
     }
 
     /// Notes the chat job of a reserved message.
-    public func attach(messageID: String, jobID: String) async throws {
+    package func attach(messageID: String, jobID: String) async throws {
         try await db.execute("UPDATE chat_reservations SET job_id = $2::uuid WHERE message_id = $1::uuid", [messageID, jobID])
     }
 
     /// Keeps the chat for good. False when it was already settled.
     @discardableResult
-    public func charge(messageID: String) async throws -> Bool {
+    package func charge(messageID: String) async throws -> Bool {
         try await db.execute(
             """
             UPDATE chat_reservations SET status = 'charged', settled_at = now()
@@ -32,7 +32,7 @@ public struct ChatReservations: Sendable {
 
     /// Gives the chat back to its day, once. Returns whether this call refunded it.
     @discardableResult
-    public func refund(messageID: String) async throws -> Bool {
+    package func refund(messageID: String) async throws -> Bool {
         let rows = try await db.query(
             """
             WITH settled AS (
@@ -49,7 +49,7 @@ public struct ChatReservations: Sendable {
     }
 
     /// Reservations still open after `cutoff`: (message, job) — their jobs should long have ended.
-    public func open(olderThan cutoff: Date, limit: Int) async throws -> [(messageID: String, jobID: String?)] {
+    package func open(olderThan cutoff: Date, limit: Int) async throws -> [(messageID: String, jobID: String?)] {
         try await db.query(
             """
             SELECT message_id::text AS message_id, job_id::text AS job_id FROM chat_reservations
@@ -60,7 +60,7 @@ public struct ChatReservations: Sendable {
     }
 
     /// The chats counted on the reservation's day (nil without a reservation: a job enqueued before they existed).
-    public func usedOnItsDay(messageID: String) async throws -> Int? {
+    package func usedOnItsDay(messageID: String) async throws -> Int? {
         try await db.query(
             """
             SELECT COALESCE(c.used, 0)::int AS used FROM chat_reservations r
@@ -71,7 +71,7 @@ public struct ChatReservations: Sendable {
         ).first?.decode("used")
     }
 
-    public func status(messageID: String) async throws -> String? {
+    package func status(messageID: String) async throws -> String? {
         try await db.query("SELECT status FROM chat_reservations WHERE message_id = $1::uuid", [messageID]).first?.decode("status")
     }
 }

@@ -2,24 +2,24 @@ import Foundation
 import Postgres
 
 /// A device's push token (seed 001, `devices/register`); one row per token.
-public struct Device: Sendable, Equatable {
-    public var id: UUID
-    public var userID: String?
-    public var token: String
-    public var platform: String
-    public var deviceModel: String?
-    public var osVersion: String?
-    public var appVersion: String?
+package struct Device: Sendable, Equatable {
+    package var id: UUID
+    package var userID: String?
+    package var token: String
+    package var platform: String
+    package var deviceModel: String?
+    package var osVersion: String?
+    package var appVersion: String?
 }
 
-public struct Devices: Sendable {
+package struct Devices: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// Stores the token, or updates its row: a token that moves to another user (or to no user) moves with its row,
     /// so a push never reaches the previous owner of a phone. Returns the row's id, stable across re-registrations.
-    public func register(
+    package func register(
         token: String, userID: String?, platform: String, deviceModel: String?, osVersion: String?, appVersion: String?
     ) async throws -> UUID {
         let rows = try await db.query(
@@ -37,11 +37,11 @@ public struct Devices: Sendable {
 
     /// Removes the token's row; true when there was one. Removing an unknown token is not an error (idempotent).
     @discardableResult
-    public func unregister(token: String) async throws -> Bool {
+    package func unregister(token: String) async throws -> Bool {
         try await db.execute("DELETE FROM devices WHERE token = $1", [token]) > 0
     }
 
-    public func find(token: String) async throws -> Device? {
+    package func find(token: String) async throws -> Device? {
         try await db.query(
             "SELECT id, user_id, token, platform, device_model, os_version, app_version FROM devices WHERE token = $1", [token]
         ).first.map { row in

@@ -2,19 +2,19 @@ import Foundation
 import Postgres
 
 /// Stored meal photos (bytes in Postgres, never in Redis).
-public struct MealPhotos: Sendable {
+package struct MealPhotos: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
-    public func insert(userID: String, contentType: String, bytes: [UInt8]) async throws -> Int64 {
+    package func insert(userID: String, contentType: String, bytes: [UInt8]) async throws -> Int64 {
         let rows = try await db.query(
             "INSERT INTO meal_photos (user_id, content_type, byte_size, bytes) VALUES ($1, $2, $3, $4) RETURNING id",
             [userID, contentType, bytes.count, bytes])
         return try rows[rows.startIndex].decode("id")
     }
 
-    public func find(id: Int64, userID: String) async throws -> (contentType: String, bytes: [UInt8])? {
+    package func find(id: Int64, userID: String) async throws -> (contentType: String, bytes: [UInt8])? {
         guard
             let row = try await db.query(
                 "SELECT content_type, bytes FROM meal_photos WHERE id = $1 AND user_id = $2", [id, userID]

@@ -1,17 +1,17 @@
 import Foundation
 import Postgres
 
-public struct Meal: Sendable, Equatable {
-    public var id: Int64
-    public var localId: String?
-    public var name: String
-    public var carbEstimate: Double
-    public var confidenceLow: Double?
-    public var confidenceHigh: Double?
-    public var confidenceLevel: Double?
-    public var analysis: String?
-    public var createdAt: Date
-    public var updatedAt: Date
+package struct Meal: Sendable, Equatable {
+    package var id: Int64
+    package var localId: String?
+    package var name: String
+    package var carbEstimate: Double
+    package var confidenceLow: Double?
+    package var confidenceHigh: Double?
+    package var confidenceLevel: Double?
+    package var analysis: String?
+    package var createdAt: Date
+    package var updatedAt: Date
 
     static let columns =
         "id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, created_at, updated_at"
@@ -31,14 +31,14 @@ public struct Meal: Sendable, Equatable {
 }
 
 /// A meal the app made offline and sends with `meals/sync`.
-public struct LocalMeal: Sendable, Equatable {
-    public var localId: String
-    public var name: String
-    public var carbEstimate: Double
-    public var confidenceLevel: Double?
-    public var createdAt: Date
+package struct LocalMeal: Sendable, Equatable {
+    package var localId: String
+    package var name: String
+    package var carbEstimate: Double
+    package var confidenceLevel: Double?
+    package var createdAt: Date
 
-    public init(localId: String, name: String, carbEstimate: Double, confidenceLevel: Double?, createdAt: Date) {
+    package init(localId: String, name: String, carbEstimate: Double, confidenceLevel: Double?, createdAt: Date) {
         self.localId = localId
         self.name = name
         self.carbEstimate = carbEstimate
@@ -48,20 +48,20 @@ public struct LocalMeal: Sendable, Equatable {
 }
 
 /// Totals over a window of meals.
-public struct MealSummary: Sendable, Equatable {
-    public var mealCount: Int
-    public var totalCarbs: Double
+package struct MealSummary: Sendable, Equatable {
+    package var mealCount: Int
+    package var totalCarbs: Double
 }
 
-public struct Meals: Sendable {
+package struct Meals: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// A page of the meals of a user read in the same statement: the user's tier sets the history window, and no
     /// row at all comes back when the user is gone or, given `liveSession`, that sign-in was revoked (as
     /// `Users.find(id:liveSession:)` checks). One statement per request instead of the account read and the page.
-    public func page(
+    package func page(
         ofUser userID: String, liveSession session: UUID?, now: Date, limit: Int, offset: Int
     ) async throws -> (since: Date?, meals: [Meal], total: Int)? {
         let rows = try await db.query(Self.userPage, [userID, session, now, limit, offset])
@@ -96,14 +96,14 @@ public struct Meals: Sendable {
             """
     }()
 
-    public func find(id: Int64, userID: String) async throws -> Meal? {
+    package func find(id: Int64, userID: String) async throws -> Meal? {
         try await db.query("SELECT \(Meal.columns) FROM meals WHERE id = $1 AND user_id = $2", [id, userID]).first.map(Meal.init)
     }
 
     /// Stores one offline meal, once per `localId`: a meal the server already has keeps the server's version
     /// (server wins). Returns the server id and whether this call created it. Safe under concurrency: the
     /// unique (user, localId) decides.
-    public func upsertLocal(userID: String, _ meal: LocalMeal) async throws -> (id: Int64, inserted: Bool) {
+    package func upsertLocal(userID: String, _ meal: LocalMeal) async throws -> (id: Int64, inserted: Bool) {
         let inserted = try await db.query(
             """
             INSERT INTO meals (user_id, local_id, name, carb_estimate, confidence_level, created_at, updated_at)
@@ -130,7 +130,7 @@ public struct Meals: Sendable {
     /// horizon; it needs to see other sessions' `pg_stat_activity`, as the one database role does). And a full
     /// page ends on a whole millisecond (the precision clients see): every meal before it is in the page, so
     /// following the timestamps neither loops nor skips. Meals at the boundary may come twice; clients key by id.
-    public func changes(userID: String, since: Date?, windowStart: Date?, limit: Int) async throws -> (
+    package func changes(userID: String, since: Date?, windowStart: Date?, limit: Int) async throws -> (
         meals: [Meal], hasMore: Bool, next: Date
     ) {
         // Transactions holding a write lock on this meals table may still commit changes stamped before now.
@@ -161,7 +161,7 @@ public struct Meals: Sendable {
     }
 
     /// Count and carb total for each window [start, end): one scan of the user's meals.
-    public func summaries(userID: String, windows: [(start: Date?, end: Date?)]) async throws -> [MealSummary] {
+    package func summaries(userID: String, windows: [(start: Date?, end: Date?)]) async throws -> [MealSummary] {
         guard !windows.isEmpty else { return [] }
         var selects: [String] = []
         var parameters: [(any PostgresEncodable)?] = [userID]
@@ -181,7 +181,7 @@ public struct Meals: Sendable {
     }
 
     /// The meals with the most and the fewest carbs in [start, end).
-    public func extremes(userID: String, start: Date, end: Date) async throws -> (highest: Meal?, lowest: Meal?) {
+    package func extremes(userID: String, start: Date, end: Date) async throws -> (highest: Meal?, lowest: Meal?) {
         let rows = try await db.query(
             """
             (SELECT \(Meal.columns), 'high' AS which FROM meals WHERE user_id = $1 AND created_at >= $2 AND created_at < $3
@@ -202,15 +202,15 @@ public struct Meals: Sendable {
 }
 
 /// A meal written by an analysis job: once per job id, however often the job is delivered.
-public struct AnalyzedMeal: Sendable, Equatable {
-    public var name: String
-    public var carbEstimate: Double
-    public var confidenceLow: Double
-    public var confidenceHigh: Double
-    public var confidenceLevel: Double
-    public var analysis: String
+package struct AnalyzedMeal: Sendable, Equatable {
+    package var name: String
+    package var carbEstimate: Double
+    package var confidenceLow: Double
+    package var confidenceHigh: Double
+    package var confidenceLevel: Double
+    package var analysis: String
 
-    public init(
+    package init(
         name: String, carbEstimate: Double, confidenceLow: Double, confidenceHigh: Double, confidenceLevel: Double, analysis: String
     ) {
         self.name = name
@@ -224,7 +224,7 @@ public struct AnalyzedMeal: Sendable, Equatable {
 
 extension Meals {
     /// Inserts the job's meal, or returns the one an earlier delivery of the same job wrote.
-    public func insertOnce(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
+    package func insertOnce(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
         let inserted = try await db.query(
             """
             INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,

@@ -2,30 +2,30 @@ import Foundation
 import Postgres
 
 /// A stored refresh token: only the SHA-256 of the token is kept.
-public struct RefreshTokenRecord: Sendable, Equatable {
-    public var id: Int64
-    public var userID: String
-    public var familyID: UUID
-    public var deviceID: String?
-    public var expiresAt: Date
-    public var replacedAt: Date?
-    public var revokedAt: Date?
+package struct RefreshTokenRecord: Sendable, Equatable {
+    package var id: Int64
+    package var userID: String
+    package var familyID: UUID
+    package var deviceID: String?
+    package var expiresAt: Date
+    package var replacedAt: Date?
+    package var revokedAt: Date?
 }
 
 /// Refresh tokens, rotated on each use. A family is one sign-in's chain of rotations.
-public struct RefreshTokens: Sendable {
+package struct RefreshTokens: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
-    public func insert(userID: String, tokenHash: [UInt8], familyID: UUID, deviceID: String?, expiresAt: Date) async throws {
+    package func insert(userID: String, tokenHash: [UInt8], familyID: UUID, deviceID: String?, expiresAt: Date) async throws {
         try await db.execute(
             "INSERT INTO refresh_tokens (user_id, token_hash, family_id, device_id, expires_at) VALUES ($1, $2, $3, $4, $5)",
             [userID, tokenHash, familyID, deviceID, expiresAt]
         )
     }
 
-    public func find(tokenHash: [UInt8]) async throws -> RefreshTokenRecord? {
+    package func find(tokenHash: [UInt8]) async throws -> RefreshTokenRecord? {
         try await db.query(
             """
             SELECT id, user_id, family_id, device_id, expires_at, replaced_at, revoked_at
@@ -41,7 +41,7 @@ public struct RefreshTokens: Sendable {
     }
 
     /// Marks a live token as used up by a rotation. Exactly one of several concurrent callers wins (true).
-    public func markReplaced(id: Int64) async throws -> Bool {
+    package func markReplaced(id: Int64) async throws -> Bool {
         try await db.execute(
             "UPDATE refresh_tokens SET replaced_at = now() WHERE id = $1 AND replaced_at IS NULL AND revoked_at IS NULL",
             [id]
@@ -50,7 +50,7 @@ public struct RefreshTokens: Sendable {
 
     /// Revokes every token of a family that is not revoked yet; returns how many.
     @discardableResult
-    public func revokeFamily(_ familyID: UUID, reason: String) async throws -> Int {
+    package func revokeFamily(_ familyID: UUID, reason: String) async throws -> Int {
         try await db.execute(
             "UPDATE refresh_tokens SET revoked_at = now(), revoked_reason = $2 WHERE family_id = $1 AND revoked_at IS NULL",
             [familyID, reason]
@@ -58,7 +58,7 @@ public struct RefreshTokens: Sendable {
     }
 
     /// Revokes all of a user's live tokens; returns their families.
-    public func revokeAll(userID: String, reason: String) async throws -> [UUID] {
+    package func revokeAll(userID: String, reason: String) async throws -> [UUID] {
         try await db.query(
             """
             UPDATE refresh_tokens SET revoked_at = now(), revoked_reason = $2
@@ -69,7 +69,7 @@ public struct RefreshTokens: Sendable {
     }
 
     /// Whether any token of the family was revoked: access tokens of a revoked sign-in stop working.
-    public func isFamilyRevoked(_ familyID: UUID) async throws -> Bool {
+    package func isFamilyRevoked(_ familyID: UUID) async throws -> Bool {
         try await db.query(
             "SELECT 1 FROM refresh_tokens WHERE family_id = $1 AND revoked_at IS NOT NULL LIMIT 1", [familyID]
         ).isEmpty == false

@@ -4,15 +4,15 @@ import Postgres
 /// A user's scan quota as the analysis endpoint sees it. Every call first resets the user whose reset date has
 /// passed (belt and braces: a user the scan-reset job has not reached yet, or skipped, still gets their new
 /// period's scans), under the same guard as the job, `scan_reset_date <= now`, so the two never reset a period twice.
-public struct ScanQuota: Sendable {
+package struct ScanQuota: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// The user's remaining scans, next reset and tier, after resetting them when their reset date has passed.
     /// Writes only when a reset is due.
     /// - Parameter timeZone: the zone of the reset schedule's midnights (`WorkerSettings.scanResetTimeZone`).
-    public func current(userID: String, now: Date, timeZone: TimeZone) async throws -> (remaining: Int, resetDate: Date, tier: Tier) {
+    package func current(userID: String, now: Date, timeZone: TimeZone) async throws -> (remaining: Int, resetDate: Date, tier: Tier) {
         let rows = try await db.query(
             """
             WITH reset AS (
@@ -35,7 +35,7 @@ public struct ScanQuota: Sendable {
 
     /// Takes one scan, atomically: false when none is left. A due reset happens in the same statement, so the
     /// first scan of a new period never fails for want of the nightly job.
-    public func reserve(userID: String, now: Date, timeZone: TimeZone) async throws -> Bool {
+    package func reserve(userID: String, now: Date, timeZone: TimeZone) async throws -> Bool {
         try await db.execute(
             """
             UPDATE users SET
@@ -47,7 +47,7 @@ public struct ScanQuota: Sendable {
     }
 
     /// Gives one scan back, never past the tier's limit (a refund after a reset must not grant an extra scan).
-    public func refund(userID: String) async throws {
+    package func refund(userID: String) async throws {
         try await db.execute("UPDATE users SET remaining_scans = LEAST(remaining_scans + 1, \(Self.limitSQL)) WHERE id = $1", [userID])
     }
 
@@ -70,17 +70,17 @@ public struct ScanQuota: Sendable {
 }
 
 /// The scan-reset job's writes: one tier's due users get their full quota back, in short batches.
-public struct ScanResets: Sendable {
+package struct ScanResets: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// What one reset pass did. `longestBatch` is the longest transaction, i.e. the longest any row stayed locked.
-    public struct Outcome: Sendable, Equatable {
-        public var usersReset = 0
-        public var batches = 0
-        public var longestBatch: Duration = .zero
-        public init() {}
+    package struct Outcome: Sendable, Equatable {
+        package var usersReset = 0
+        package var batches = 0
+        package var longestBatch: Duration = .zero
+        package init() {}
     }
 
     /// Resets every user of `tier` whose reset date is at or before `periodStart` to the tier's limit, with
@@ -91,7 +91,7 @@ public struct ScanResets: Sendable {
     /// so no batch rescans what an earlier one touched. Rows locked at that moment (a scan being reserved) are
     /// skipped rather than waited for, then swept at the end by batches that do wait: the sweep sees only the few
     /// skipped rows, found through the `(subscription_tier, scan_reset_date)` index.
-    public func reset(tier: Tier, periodStart: Date, nextReset: Date, batchSize: Int = 5000) async throws -> Outcome {
+    package func reset(tier: Tier, periodStart: Date, nextReset: Date, batchSize: Int = 5000) async throws -> Outcome {
         precondition(nextReset > periodStart, "the new reset date must lie after the period start, or the guard fails")
         var outcome = Outcome()
         var after = ""

@@ -3,22 +3,22 @@ import Postgres
 
 /// The scan a photo holds: reserved when the photo is accepted, then charged (its analysis succeeded) or refunded
 /// (it died) — each transition at most once, guarded by the reservation's status.
-public struct ScanReservations: Sendable {
+package struct ScanReservations: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
-    public func insert(photoID: Int64, userID: String) async throws {
+    package func insert(photoID: Int64, userID: String) async throws {
         try await db.execute("INSERT INTO scan_reservations (photo_id, user_id) VALUES ($1, $2)", [photoID, userID])
     }
 
     /// Notes the analysis job of a reserved photo.
-    public func attach(photoID: Int64, jobID: String) async throws {
+    package func attach(photoID: Int64, jobID: String) async throws {
         try await db.execute("UPDATE scan_reservations SET job_id = $2::uuid WHERE photo_id = $1", [photoID, jobID])
     }
 
     /// Reservations still open after `age`: (photo, job) — their jobs should long have ended.
-    public func open(olderThan cutoff: Date, limit: Int) async throws -> [(photoID: Int64, jobID: String?)] {
+    package func open(olderThan cutoff: Date, limit: Int) async throws -> [(photoID: Int64, jobID: String?)] {
         try await db.query(
             """
             SELECT photo_id, job_id::text AS job_id FROM scan_reservations
@@ -30,7 +30,7 @@ public struct ScanReservations: Sendable {
 
     /// Keeps the scan for good. False when it was already settled.
     @discardableResult
-    public func charge(photoID: Int64) async throws -> Bool {
+    package func charge(photoID: Int64) async throws -> Bool {
         try await db.execute(
             "UPDATE scan_reservations SET status = 'charged', settled_at = now() WHERE photo_id = $1 AND status = 'reserved'",
             [photoID]) == 1
@@ -39,7 +39,7 @@ public struct ScanReservations: Sendable {
     /// Gives the scan back, once: the user's remaining scans go up by one (never past the tier's limit). Returns
     /// whether this call refunded it.
     @discardableResult
-    public func refund(photoID: Int64) async throws -> Bool {
+    package func refund(photoID: Int64) async throws -> Bool {
         let rows = try await db.query(
             """
             WITH settled AS (
@@ -53,7 +53,7 @@ public struct ScanReservations: Sendable {
         return !rows.isEmpty
     }
 
-    public func status(photoID: Int64) async throws -> String? {
+    package func status(photoID: Int64) async throws -> String? {
         try await db.query("SELECT status FROM scan_reservations WHERE photo_id = $1", [photoID]).first?.decode("status")
     }
 }

@@ -3,8 +3,8 @@ import Logging
 import Postgres
 
 /// CarbScan's schema: the versioned SQL files in `Migrations/`, shipped with the binary as resources.
-public enum Schema {
-    public static func migrations() throws -> [Migration] {
+package enum Schema {
+    package static func migrations() throws -> [Migration] {
         guard let directory = Bundle.module.url(forResource: "Migrations", withExtension: nil) else {
             throw StoreError("the Migrations folder is missing from the Store bundle")
         }
@@ -13,7 +13,7 @@ public enum Schema {
 
     /// Applies pending migrations (safe with concurrent starters: the migrator holds an advisory lock).
     @discardableResult
-    public static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Migration] {
+    package static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Migration] {
         try await Migrator(client: client, migrations: migrations(), logger: logger).migrate()
     }
 }

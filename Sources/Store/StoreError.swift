@@ -1,6 +1,6 @@
 /// A store invariant that did not hold (a server fault, never a client's).
-public struct StoreError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct StoreError: Error, CustomStringConvertible, Sendable {
+    package let description: String
 
-    public init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

@@ -2,27 +2,27 @@ import Foundation
 import Postgres
 
 /// A user's subscription as the app sees it (seed 000: tier, status, renewal date).
-public struct SubscriptionState: Sendable, Equatable {
-    public var userID: String
-    public var tier: Tier
-    public var status: String
-    public var renewalDate: Date?
+package struct SubscriptionState: Sendable, Equatable {
+    package var userID: String
+    package var tier: Tier
+    package var status: String
+    package var renewalDate: Date?
 }
 
 /// The provider's view of one subscription, mapped to CarbScan's terms, ready to be stored on a user.
-public struct SubscriptionUpdate: Sendable {
-    public var subscriptionID: String
-    public var customerID: String?
-    public var tier: Tier
-    public var status: String
-    public var renewalDate: Date?
+package struct SubscriptionUpdate: Sendable {
+    package var subscriptionID: String
+    package var customerID: String?
+    package var tier: Tier
+    package var status: String
+    package var renewalDate: Date?
     /// The provider time this state is true at; older states never overwrite newer ones.
-    public var stateAt: Date
+    package var stateAt: Date
     /// A live subscription (active, trialing, past due) may replace another one stored on the user; an ended one
     /// only ever changes the user it is stored on, so the end of an old subscription cannot downgrade a new one.
-    public var isLive: Bool
+    package var isLive: Bool
 
-    public init(
+    package init(
         subscriptionID: String, customerID: String?, tier: Tier, status: String, renewalDate: Date?, stateAt: Date, isLive: Bool
     ) {
         self.subscriptionID = subscriptionID
@@ -36,33 +36,33 @@ public struct SubscriptionUpdate: Sendable {
 }
 
 /// Users' subscription columns: tier, status, renewal date, the provider ids, and the scan quota that follows the tier.
-public struct Subscriptions: Sendable {
+package struct Subscriptions: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
     /// What `apply` did.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         case applied(SubscriptionState)
         /// A newer state was applied before (or another subscription is stored on the user): nothing changed.
         case unchanged(SubscriptionState)
         case noSuchUser
     }
 
-    public func state(userID: String) async throws -> SubscriptionState? {
+    package func state(userID: String) async throws -> SubscriptionState? {
         try await db.query(
             "SELECT id, subscription_tier, subscription_status, subscription_renewal_date FROM users WHERE id = $1", [userID]
         ).first.map(Self.state)
     }
 
     /// The provider subscription stored on the user, if any.
-    public func subscriptionID(userID: String) async throws -> String? {
+    package func subscriptionID(userID: String) async throws -> String? {
         guard let row = try await db.query("SELECT stripe_subscription_id FROM users WHERE id = $1", [userID]).first else { return nil }
         return try row.decode("stripe_subscription_id", as: String?.self)
     }
 
     /// The user the subscription is stored on.
-    public func userID(subscriptionID: String) async throws -> String? {
+    package func userID(subscriptionID: String) async throws -> String? {
         guard
             let row = try await db.query("SELECT id FROM users WHERE stripe_subscription_id = $1 ORDER BY id LIMIT 1", [subscriptionID])
                 .first
@@ -71,7 +71,7 @@ public struct Subscriptions: Sendable {
     }
 
     /// One page of users with a stored subscription, by id after `afterUserID` (keyset paging: no long scans or locks).
-    public func subscribedUsers(after afterUserID: String?, limit: Int) async throws -> [(userID: String, subscriptionID: String)] {
+    package func subscribedUsers(after afterUserID: String?, limit: Int) async throws -> [(userID: String, subscriptionID: String)] {
         try await db.query(
             """
             SELECT id, stripe_subscription_id FROM users
@@ -84,19 +84,19 @@ public struct Subscriptions: Sendable {
     /// Stores `update` on the user in one guarded UPDATE: only when no newer state was applied before, so concurrent
     /// or re-ordered syncs converge on the newest state. A tier change also starts the new tier's scan quota, reset
     /// at `scanReset` (the new tier's next reset).
-    public func apply(_ update: SubscriptionUpdate, userID: String, scanReset: Date) async throws -> Outcome {
+    package func apply(_ update: SubscriptionUpdate, userID: String, scanReset: Date) async throws -> Outcome {
         try await apply(
             update, userID: userID, scanReset: scanReset, idColumn: "stripe_subscription_id",
             also: ("stripe_customer_id = COALESCE($3, stripe_customer_id)", update.customerID))
     }
 
     /// The user an App Store subscription (its original transaction id) is stored on.
-    public func userID(appStoreOriginalTransactionID id: String) async throws -> String? {
+    package func userID(appStoreOriginalTransactionID id: String) async throws -> String? {
         try await db.query("SELECT id FROM users WHERE appstore_original_transaction_id = $1", [id]).first?.decode("id")
     }
 
     /// The last verified signed transaction stored on the user, if the user subscribed through the App Store.
-    public func appStoreTransaction(userID: String) async throws -> String? {
+    package func appStoreTransaction(userID: String) async throws -> String? {
         guard let row = try await db.query("SELECT appstore_signed_transaction FROM users WHERE id = $1", [userID]).first else {
             return nil
         }
@@ -105,7 +105,7 @@ public struct Subscriptions: Sendable {
 
     /// Stores an App Store state on the user with the same guards as `apply`: never over a newer state, and an ended
     /// subscription never changes a user who has another one. The signed transaction it came from is kept.
-    public func applyAppStore(
+    package func applyAppStore(
         _ update: SubscriptionUpdate, signedTransaction: String, userID: String, scanReset: Date
     ) async throws -> Outcome {
         try await apply(

@@ -3,12 +3,12 @@ import Foundation
 /// Subscription tiers and their limits, exactly as seed 000's table: free 3 scans a day, 5 chats a day, 7 days
 /// of history; essentials 90 scans a month, 20 chats a day, 30 days; pro 300 scans a month, unlimited chat
 /// and history.
-public enum Tier: String, Sendable, Codable, CaseIterable {
+package enum Tier: String, Sendable, Codable, CaseIterable {
     case free, essentials, pro
 
-    public enum ResetPeriod: String, Sendable, Codable { case daily, monthly }
+    package enum ResetPeriod: String, Sendable, Codable { case daily, monthly }
 
-    public var scanLimit: Int {
+    package var scanLimit: Int {
         switch self {
         case .free: 3
         case .essentials: 90
@@ -16,10 +16,10 @@ public enum Tier: String, Sendable, Codable, CaseIterable {
         }
     }
 
-    public var scanResetPeriod: ResetPeriod { self == .free ? .daily : .monthly }
+    package var scanResetPeriod: ResetPeriod { self == .free ? .daily : .monthly }
 
     /// Chats per day in the user's time zone; nil is unlimited.
-    public var chatsPerDay: Int? {
+    package var chatsPerDay: Int? {
         switch self {
         case .free: 5
         case .essentials: 20
@@ -28,7 +28,7 @@ public enum Tier: String, Sendable, Codable, CaseIterable {
     }
 
     /// How far back meal history reaches; nil is unlimited.
-    public var historyDays: Int? {
+    package var historyDays: Int? {
         switch self {
         case .free: 7
         case .essentials: 30
@@ -38,7 +38,7 @@ public enum Tier: String, Sendable, Codable, CaseIterable {
 
     /// The next scan reset strictly after `date`: the next midnight (daily) or the next 1st of a month at
     /// midnight (monthly), in `timeZone` (the scan-reset schedule's zone, UTC by default).
-    public func nextScanReset(after date: Date, in timeZone: TimeZone = .gmt) -> Date {
+    package func nextScanReset(after date: Date, in timeZone: TimeZone = .gmt) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let components: DateComponents =

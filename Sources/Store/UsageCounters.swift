@@ -2,19 +2,19 @@ import Foundation
 import Postgres
 
 /// Per-user counters per period (the user's local date for daily quotas).
-public struct UsageCounters: Sendable {
+package struct UsageCounters: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
-    public func used(userID: String, kind: String, period: String) async throws -> Int {
+    package func used(userID: String, kind: String, period: String) async throws -> Int {
         try await db.query(
             "SELECT used FROM usage_counters WHERE user_id = $1 AND kind = $2 AND period = $3", [userID, kind, period]
         ).first?.decode("used") ?? 0
     }
 
     /// The local date of `date` in `timeZone`, as the period key of daily counters.
-    public static func day(of date: Date, in timeZone: TimeZone) -> String {
+    package static func day(of date: Date, in timeZone: TimeZone) -> String {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let parts = calendar.dateComponents([.year, .month, .day], from: date)

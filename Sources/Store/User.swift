@@ -2,22 +2,22 @@ import Foundation
 import Postgres
 
 /// A CarbScan account (seed 000's users table). The password hash never leaves `Users`.
-public struct User: Sendable, Equatable {
-    public var id: String
-    public var email: String?
-    public var emailVerified: Bool
-    public var firstName: String?
-    public var lastName: String?
-    public var profileImageUrl: String?
-    public var timeZone: String
-    public var emailRemindersEnabled: Bool
-    public var tier: Tier
-    public var subscriptionStatus: String
-    public var subscriptionRenewalDate: Date?
-    public var remainingScans: Int
-    public var scanResetDate: Date
-    public var createdAt: Date
-    public var updatedAt: Date
+package struct User: Sendable, Equatable {
+    package var id: String
+    package var email: String?
+    package var emailVerified: Bool
+    package var firstName: String?
+    package var lastName: String?
+    package var profileImageUrl: String?
+    package var timeZone: String
+    package var emailRemindersEnabled: Bool
+    package var tier: Tier
+    package var subscriptionStatus: String
+    package var subscriptionRenewalDate: Date?
+    package var remainingScans: Int
+    package var scanResetDate: Date
+    package var createdAt: Date
+    package var updatedAt: Date
 
     static let columns = """
         id, email, email_verified, first_name, last_name, profile_image_url, time_zone, email_reminders_enabled,
@@ -44,18 +44,18 @@ public struct User: Sendable, Equatable {
     }
 
     /// The user's zone, UTC when the stored name is unknown to this system.
-    public var calendarTimeZone: TimeZone { TimeZone(identifier: timeZone) ?? .gmt }
+    package var calendarTimeZone: TimeZone { TimeZone(identifier: timeZone) ?? .gmt }
 }
 
 /// The fields a client may change with `POST /users/me`; nil leaves a field as it is.
-public struct ProfileChanges: Sendable {
-    public var firstName: String?
-    public var lastName: String?
-    public var profileImageUrl: String?
-    public var timeZone: String?
-    public var emailRemindersEnabled: Bool?
+package struct ProfileChanges: Sendable {
+    package var firstName: String?
+    package var lastName: String?
+    package var profileImageUrl: String?
+    package var timeZone: String?
+    package var emailRemindersEnabled: Bool?
 
-    public init(
+    package init(
         firstName: String? = nil, lastName: String? = nil, profileImageUrl: String? = nil, timeZone: String? = nil,
         emailRemindersEnabled: Bool? = nil
     ) {
@@ -68,17 +68,17 @@ public struct ProfileChanges: Sendable {
 }
 
 /// Users and the identities that sign them in.
-public struct Users: Sendable {
+package struct Users: Sendable {
     let db: any PostgresQueryable
 
-    public init(_ db: any PostgresQueryable) { self.db = db }
+    package init(_ db: any PostgresQueryable) { self.db = db }
 
-    public func find(id: String) async throws -> User? {
+    package func find(id: String) async throws -> User? {
         try await db.query("SELECT \(User.columns) FROM users WHERE id = $1", [id]).first.map(User.init)
     }
 
     /// The user, only if the sign-in `session` (a refresh-token family) was not revoked: one query per request.
-    public func find(id: String, liveSession session: UUID) async throws -> User? {
+    package func find(id: String, liveSession session: UUID) async throws -> User? {
         try await db.query(
             """
             SELECT \(User.columns) FROM users WHERE id = $1
@@ -88,12 +88,12 @@ public struct Users: Sendable {
         ).first.map(User.init)
     }
 
-    public func find(email: String) async throws -> User? {
+    package func find(email: String) async throws -> User? {
         try await db.query("SELECT \(User.columns) FROM users WHERE lower(email) = lower($1)", [email]).first.map(User.init)
     }
 
     /// The user an identity signs in, if it is linked.
-    public func find(provider: String, subject: String) async throws -> User? {
+    package func find(provider: String, subject: String) async throws -> User? {
         try await db.query(
             """
             SELECT \(User.columns) FROM users
@@ -104,7 +104,7 @@ public struct Users: Sendable {
     }
 
     /// Creates a free-tier user with a full scan quota. Fails with a unique violation when the email is taken.
-    public func create(
+    package func create(
         id: String, email: String?, emailVerified: Bool, firstName: String?, lastName: String?, passwordHash: String? = nil,
         timeZone: String = "UTC", now: Date = Date()
     ) async throws -> User {
@@ -124,7 +124,7 @@ public struct Users: Sendable {
     }
 
     /// Links an identity to a user; a second link of the same identity is a unique violation.
-    public func link(userID: String, provider: String, subject: String, email: String?) async throws {
+    package func link(userID: String, provider: String, subject: String, email: String?) async throws {
         try await db.execute(
             "INSERT INTO identities (user_id, provider, subject, email) VALUES ($1, $2, $3, $4)",
             [userID, provider, subject, email]
@@ -132,7 +132,7 @@ public struct Users: Sendable {
     }
 
     /// The identity the user signed in with most recently: (provider, subject).
-    public func latestIdentity(userID: String) async throws -> (provider: String, subject: String)? {
+    package func latestIdentity(userID: String) async throws -> (provider: String, subject: String)? {
         guard
             let row = try await db.query(
                 "SELECT provider, subject FROM identities WHERE user_id = $1 ORDER BY last_used_at DESC, id DESC LIMIT 1", [userID]
@@ -141,13 +141,13 @@ public struct Users: Sendable {
         return (try row.decode("provider"), try row.decode("subject"))
     }
 
-    public func touchIdentity(provider: String, subject: String) async throws {
+    package func touchIdentity(provider: String, subject: String) async throws {
         try await db.execute(
             "UPDATE identities SET last_used_at = now() WHERE provider = $1 AND subject = $2", [provider, subject])
     }
 
     /// Fills in names and email only where they are still empty (Apple sends them on the first sign-in only).
-    public func fillMissing(id: String, email: String?, emailVerified: Bool, firstName: String?, lastName: String?) async throws {
+    package func fillMissing(id: String, email: String?, emailVerified: Bool, firstName: String?, lastName: String?) async throws {
         try await db.execute(
             """
             UPDATE users SET email = COALESCE(email, $2), email_verified = email_verified OR ($2 IS NOT NULL AND $3),
@@ -158,15 +158,15 @@ public struct Users: Sendable {
         )
     }
 
-    public func passwordHash(userID: String) async throws -> String? {
+    package func passwordHash(userID: String) async throws -> String? {
         try await db.query("SELECT password_hash FROM users WHERE id = $1", [userID]).first?.decode("password_hash")
     }
 
-    public func setPasswordHash(userID: String, hash: String) async throws {
+    package func setPasswordHash(userID: String, hash: String) async throws {
         try await db.execute("UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1", [userID, hash])
     }
 
-    public func update(id: String, _ changes: ProfileChanges) async throws -> User? {
+    package func update(id: String, _ changes: ProfileChanges) async throws -> User? {
         try await db.query(
             """
             UPDATE users SET first_name = COALESCE($2, first_name), last_name = COALESCE($3, last_name),
@@ -180,7 +180,7 @@ public struct Users: Sendable {
 
     /// Erases the user and, through `ON DELETE CASCADE`, every row that belongs to them, in one statement.
     @discardableResult
-    public func delete(id: String) async throws -> Bool {
+    package func delete(id: String) async throws -> Bool {
         try await db.execute("DELETE FROM users WHERE id = $1", [id]) == 1
     }
 }

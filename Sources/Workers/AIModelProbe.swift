@@ -6,22 +6,22 @@ import OutboundHTTP
 /// operator sees in the log whether `AI_MODEL` is served and whether it can take images before the first analysis
 /// dies of it. `GET /v1/models` is common to OpenAI, llama.cpp, Ollama and vLLM; `GET /props` is llama.cpp's and
 /// tells whether the model has vision.
-public struct AIModelProbe: Sendable {
-    public struct Report: Sendable, Equatable {
+package struct AIModelProbe: Sendable {
+    package struct Report: Sendable, Equatable {
         /// The model ids the server lists.
-        public var models: [String]
+        package var models: [String]
         /// Whether the loaded model takes images; nil when the server does not say (OpenAI does not).
-        public var vision: Bool?
+        package var vision: Bool?
     }
 
     let services: WorkerServices
 
-    public init(services: WorkerServices) {
+    package init(services: WorkerServices) {
         self.services = services
     }
 
     /// Nil when no model is configured or the server lists nothing readable.
-    public func run() async -> Report? {
+    package func run() async -> Report? {
         guard let base = services.settings.aiBaseURL else { return nil }
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
         if let key = services.settings.aiAPIKey { headers.append(("Authorization", "Bearer \(key)")) }
@@ -35,7 +35,7 @@ public struct AIModelProbe: Sendable {
     }
 
     /// Logs the report: what the server has, and a warning for what will fail (no vision while analyses are served).
-    public func log(_ report: Report, servesAnalyses: Bool, logger: Logger) {
+    package func log(_ report: Report, servesAnalyses: Bool, logger: Logger) {
         var metadata: Logger.Metadata = ["models": "\(report.models.joined(separator: ","))", "model": "\(services.settings.aiModel)"]
         if let vision = report.vision { metadata["vision"] = "\(vision)" }
         logger.info("AI model server", metadata: metadata)

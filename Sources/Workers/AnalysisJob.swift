@@ -8,8 +8,8 @@ import Store
 /// `analysis` (jobs/analysis.yml): sends the stored photo to the AI model (vision) and writes the carb estimate as
 /// a meal — once per job id. The scan reserved when the photo was accepted is charged on success and refunded
 /// (once) when the job dies: a permanent failure, or a failure on its last attempt.
-public struct AnalysisJob: JobKind {
-    public typealias Contract = AnalysisContract
+package struct AnalysisJob: JobKind {
+    package typealias Contract = AnalysisContract
 
     /// The answer the model must give (its JSON schema is `schema`).
     struct Estimate: Decodable {
@@ -54,11 +54,11 @@ public struct AnalysisJob: JobKind {
 
     let services: WorkerServices
 
-    public init(services: WorkerServices) {
+    package init(services: WorkerServices) {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         try await refundingIfItDies(
             context, refund: { _ = try await ScanReservations(services.database).refund(photoID: parameters.photoId) },
             { try await analyse(parameters, context: context) })

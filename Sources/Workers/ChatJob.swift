@@ -7,8 +7,8 @@ import Store
 
 /// `chat` (jobs/chat.yml): the AI nutrition assistant's answer, with its `messageType` and follow-up questions
 /// (seed 001), stored in the user's chat history once per job id.
-public struct ChatJob: JobKind {
-    public typealias Contract = ChatContract
+package struct ChatJob: JobKind {
+    package typealias Contract = ChatContract
 
     struct Answer: Decodable {
         var response: String
@@ -35,13 +35,13 @@ public struct ChatJob: JobKind {
 
     let services: WorkerServices
 
-    public init(services: WorkerServices) {
+    package init(services: WorkerServices) {
         self.services = services
     }
 
     /// The chat reserved when the message was accepted is charged with the stored answer, and refunded (once) when
     /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         try await refundingIfItDies(
             context, refund: { _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId) },
             { try await answer(parameters, context: context) })

@@ -6,16 +6,16 @@ import Queue
 import Redis
 
 /// Every handler this build knows.
-public enum Handlers {
+package enum Handlers {
     /// The diagnostics kind only (engine tests, chaos runs, benchmarks).
-    public static func registry(redis: RedisClient) -> JobRegistry {
+    package static func registry(redis: RedisClient) -> JobRegistry {
         var registry = JobRegistry()
         registry.register(NoopJob(redis: redis))
         return registry
     }
 
     /// Every kind: noop, the six CarbScan kinds and photo retention, on the process's shared clients.
-    public static func registry(services: WorkerServices) -> JobRegistry {
+    package static func registry(services: WorkerServices) -> JobRegistry {
         var registry = registry(redis: services.redis)
         registry.register(AnalysisJob(services: services))
         registry.register(ChatJob(services: services))
@@ -30,20 +30,20 @@ public enum Handlers {
 }
 
 /// What handlers work with: the process's Redis, Postgres and outbound HTTP clients and its settings.
-public struct WorkerServices: Sendable {
-    public var redis: RedisClient
+package struct WorkerServices: Sendable {
+    package var redis: RedisClient
     /// The Redis key prefix of the queue (shared rate limits live under it).
-    public var prefix: String
+    package var prefix: String
     /// The job kinds' settings (`jobs/*.yml`), e.g. a kind's provider rate limit.
-    public var catalog: JobCatalog
-    public var database: PostgresClient
-    public var http: HTTPClient
-    public var settings: WorkerSettings
-    public var logger: Logger
+    package var catalog: JobCatalog
+    package var database: PostgresClient
+    package var http: HTTPClient
+    package var settings: WorkerSettings
+    package var logger: Logger
     /// Sends the `email` kind's mail (`SMTP_URL`); nil: those jobs die with a configuration error.
-    public var mailer: SMTPMailer?
+    package var mailer: SMTPMailer?
 
-    public init(
+    package init(
         redis: RedisClient, prefix: String, catalog: JobCatalog, database: PostgresClient, http: HTTPClient, settings: WorkerSettings,
         logger: Logger, mailer: SMTPMailer? = nil
     ) {

@@ -14,18 +14,18 @@ import Synchronization
 /// makes the endpoint answer 409 `23505` instead of inserting twice, and that 409 counts as delivered.
 /// A sign-out carries only seed 002 §4's three members; an endpoint without `logins/signout` (404: PostgREST has no
 /// such table, and the seed says the backend "may ignore this") is skipped, not retried.
-public struct LoginWebhookJob: JobKind {
-    public typealias Contract = LoginWebhookContract
+package struct LoginWebhookJob: JobKind {
+    package typealias Contract = LoginWebhookContract
 
     let services: WorkerServices
     /// Whether this process has already said that the endpoint has no sign-out path (said once, not per event).
     private let signOutMissingNoticed = Notice()
 
-    public init(services: WorkerServices) {
+    package init(services: WorkerServices) {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         guard let base = services.settings.loginWebhookURL else {
             throw JobFailure.permanent("login webhook is not configured: LOGIN_WEBHOOK_URL is not set")
         }

@@ -5,16 +5,16 @@ import Redis
 
 /// The diagnostics kind: does nothing, or exactly what its payload asks, so tests, chaos runs and benchmarks can
 /// drive the engine end to end through real worker processes.
-public struct NoopJob: JobKind {
-    public typealias Contract = NoopContract
+package struct NoopJob: JobKind {
+    package typealias Contract = NoopContract
 
     let redis: RedisClient
 
-    public init(redis: RedisClient) {
+    package init(redis: RedisClient) {
         self.redis = redis
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         if let stamp = parameters.stamp, let latency = parameters.latency {
             let micros = Int((Date().timeIntervalSince1970 - stamp) * 1_000_000)
             try await redis.send(["RPUSH", latency, String(micros)])

@@ -9,20 +9,20 @@ import Store
 /// their rows (`meals.photo_id` is `ON DELETE SET NULL`). Idempotent: a re-run finds nothing left to delete.
 /// First it refunds the scans of analyses and the chats of chat jobs that died without running their handler
 /// (hourly, so none waits long).
-public struct PhotoRetentionJob: JobKind {
-    public typealias Contract = PhotoRetentionContract
+package struct PhotoRetentionJob: JobKind {
+    package typealias Contract = PhotoRetentionContract
 
     let services: WorkerServices
     let batchSize: Int
 
-    public init(services: WorkerServices, batchSize: Int = 1000) {
+    package init(services: WorkerServices, batchSize: Int = 1000) {
         self.services = services
         self.batchSize = batchSize
     }
 
     /// Scans still reserved an hour on whose analysis job has died or is gone: a job buried after its workers kept
     /// dying never ran the handler's own refund. A job still queued, running or retrying keeps its reservation.
-    public func refundAbandonedScans() async throws -> Int {
+    package func refundAbandonedScans() async throws -> Int {
         let reservations = ScanReservations(services.database)
         return try await refundAbandoned(try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000)) {
             try await reservations.refund(photoID: $0)
@@ -30,7 +30,7 @@ public struct PhotoRetentionJob: JobKind {
     }
 
     /// The same for chats reserved an hour on whose job has died or is gone.
-    public func refundAbandonedChats() async throws -> Int {
+    package func refundAbandonedChats() async throws -> Int {
         let reservations = ChatReservations(services.database)
         return try await refundAbandoned(try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000)) {
             try await reservations.refund(messageID: $0)
@@ -49,7 +49,7 @@ public struct PhotoRetentionJob: JobKind {
         return refunded
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let refunded = try await refundAbandonedScans()
         let chatsRefunded = try await refundAbandonedChats()
         let cutoff = Date().addingTimeInterval(-Double(services.settings.photoRetention.components.seconds))

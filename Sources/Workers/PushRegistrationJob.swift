@@ -9,16 +9,16 @@ import Store
 ///
 /// Both actions are idempotent, so a re-delivered job changes nothing: registering upserts by token (a token that
 /// moved to another user moves with its row and keeps its id), unregistering an absent token succeeds.
-public struct PushRegistrationJob: JobKind {
-    public typealias Contract = PushRegistrationContract
+package struct PushRegistrationJob: JobKind {
+    package typealias Contract = PushRegistrationContract
 
     let services: WorkerServices
 
-    public init(services: WorkerServices) {
+    package init(services: WorkerServices) {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let devices = Devices(services.database)
         switch parameters.action {
         case .register:

@@ -7,24 +7,24 @@ import Redis
 ///
 /// The bucket refills by the Redis server's clock (`TIME`), never a worker's: machines whose clocks disagree
 /// still share one budget. Taking a token is one atomic script, so two workers can never spend the same token.
-public struct RateLimiter: Sendable {
+package struct RateLimiter: Sendable {
     let redis: RedisClient
     let prefix: String
 
-    public init(redis: RedisClient, prefix: String) {
+    package init(redis: RedisClient, prefix: String) {
         self.redis = redis
         self.prefix = prefix
     }
 
     /// The bucket's Redis key: `{prefix}:ratelimit:{name}`.
-    public func key(_ name: String) -> String { "\(prefix):ratelimit:\(name)" }
+    package func key(_ name: String) -> String { "\(prefix):ratelimit:\(name)" }
 
     /// Waits until the bucket `name` grants a token. Cancelling the task ends the wait (`CancellationError`)
     /// without spending a token.
     /// - Parameters:
     ///   - perSecond: tokens added per second (the sustained rate).
     ///   - burst: the bucket's capacity (a full bucket lets this many calls go at once).
-    public func acquire(name: String, perSecond: Double, burst: Int) async throws {
+    package func acquire(name: String, perSecond: Double, burst: Int) async throws {
         precondition(perSecond > 0 && burst >= 1, "a rate limit needs a positive rate and a burst of at least 1")
         while true {
             try Task.checkCancellation()
@@ -41,7 +41,7 @@ public struct RateLimiter: Sendable {
     }
 
     /// Waits for a token of the kind's bucket (`rate_limit:` in its job file); returns at once for a kind without one.
-    public func acquire(forKind kind: String, catalog: JobCatalog) async throws {
+    package func acquire(forKind kind: String, catalog: JobCatalog) async throws {
         guard let limit = catalog[kind]?.rateLimit else { return }
         try await acquire(name: limit.name, perSecond: limit.perSecond, burst: limit.burst)
     }
@@ -80,11 +80,11 @@ public struct RateLimiter: Sendable {
 
 extension WorkerServices {
     /// The process's view of the shared provider buckets (under the queue's key prefix).
-    public var rateLimiter: RateLimiter { RateLimiter(redis: redis, prefix: prefix) }
+    package var rateLimiter: RateLimiter { RateLimiter(redis: redis, prefix: prefix) }
 
     /// Waits for a token of the kind's provider bucket (`rate_limit:` in `jobs/<kind>.yml`); returns at once when
     /// the kind has none. Call it right before each outbound request.
-    public func acquire(forKind kind: String) async throws {
+    package func acquire(forKind kind: String) async throws {
         try await rateLimiter.acquire(forKind: kind, catalog: catalog)
     }
 }

@@ -10,18 +10,18 @@ import Store
 /// a manual re-run), so a late run — a catch-up after downtime, a retry — still resets the period it was fired
 /// for. Each user is reset at most once per period: the reset moves their `scan_reset_date` past the period's
 /// start, which is the guard every later run (and `ScanQuota`) checks.
-public struct ScanResetJob: JobKind {
-    public typealias Contract = ScanResetContract
+package struct ScanResetJob: JobKind {
+    package typealias Contract = ScanResetContract
 
     let services: WorkerServices
     let batchSize: Int
 
-    public init(services: WorkerServices, batchSize: Int = 5000) {
+    package init(services: WorkerServices, batchSize: Int = 5000) {
         self.services = services
         self.batchSize = batchSize
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let zone = services.settings.scanResetTimeZone
         let scope = Tier.ResetPeriod(parameters.scope)
         let period: ScanResetPeriod

@@ -11,19 +11,19 @@ import Store
 /// stores the truth. Each state carries a provider time (the event's `created`, or the read time for app syncs and
 /// reconciliation) and is stored only when no newer state was stored before, so out-of-order jobs converge.
 /// The nightly reconciliation (no subscription id) enqueues one sync per subscribed user instead.
-public struct SubscriptionSyncJob: JobKind {
-    public typealias Contract = SubscriptionSyncContract
+package struct SubscriptionSyncJob: JobKind {
+    package typealias Contract = SubscriptionSyncContract
 
     /// Users read per page by the reconciliation, each page enqueued in one round trip.
     static let reconciliationPage = 500
 
     let services: WorkerServices
 
-    public init(services: WorkerServices) {
+    package init(services: WorkerServices) {
         self.services = services
     }
 
-    public func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         if parameters.source == .reconciliation, parameters.subscriptionId == nil, parameters.userId == nil {
             return .reconciliation(try await reconcile(context))
         }

@@ -5,37 +5,37 @@ import Queue
 
 /// Handlers' settings, from the environment. Missing provider settings are not start-up errors: the kinds that
 /// need them fail their jobs with a clear configuration error (dead at once), never a fabricated result.
-public struct WorkerSettings: Sendable {
+package struct WorkerSettings: Sendable {
     /// OpenAI-compatible API: `{aiBaseURL}/v1/chat/completions`.
-    public var aiBaseURL: String?
-    public var aiAPIKey: String?
-    public var aiModel: String
+    package var aiBaseURL: String?
+    package var aiAPIKey: String?
+    package var aiModel: String
     /// The most tokens a model may generate per answer, by kind (`AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`):
     /// without a bound llama.cpp, Ollama and vLLM generate until the context is full.
-    public var aiMaxTokens: [String: Int]
+    package var aiMaxTokens: [String: Int]
     /// Supabase/PostgREST-style login endpoint: `{loginWebhookURL}/logins`.
-    public var loginWebhookURL: String?
-    public var loginWebhookAPIKey: String?
+    package var loginWebhookURL: String?
+    package var loginWebhookAPIKey: String?
     /// The member that carries a sign-in's event id: the table's own primary key (seed 002's `id`, a UUID), so a
     /// re-delivery is a 409, not a second row. Nil (`LOGIN_WEBHOOK_ID_FIELD=none`) for an API that refuses unknown
     /// members: then a re-delivery may insert twice.
-    public var loginWebhookIDField: String?
+    package var loginWebhookIDField: String?
     /// Stripe-style subscription API: `{stripeAPIBase}/v1/subscriptions/{id}`.
-    public var stripeAPIBase: String
-    public var stripeSecretKey: String?
+    package var stripeAPIBase: String
+    package var stripeSecretKey: String?
     /// Price id → tier, e.g. `price_ess=essentials,price_pro=pro`.
-    public var stripePriceTiers: [String: String]
+    package var stripePriceTiers: [String: String]
     /// App Store verification and products (`APPSTORE_*`, read by `AppStoreConfiguration.fromEnvironment`, which
     /// refuses a bad value); nil: App Store jobs die with a configuration error.
-    public var appStore: AppStoreConfiguration?
+    package var appStore: AppStoreConfiguration?
     /// The zone of the scan-reset schedule's midnights (jobs/scan-reset.yml uses the same).
-    public var scanResetTimeZone: TimeZone
+    package var scanResetTimeZone: TimeZone
     /// Stored photos are deleted after this.
-    public var photoRetention: Duration
+    package var photoRetention: Duration
     /// The sender of the `email` kind's mail (`MAIL_FROM`).
-    public var mailFrom: String = "CarbScan <noreply@localhost>"
+    package var mailFrom: String = "CarbScan <noreply@localhost>"
 
-    public init(
+    package init(
         aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini",
         aiMaxTokens: [String: Int] = WorkerSettings.defaultMaxTokens, loginWebhookURL: String? = nil,
         loginWebhookAPIKey: String? = nil, loginWebhookIDField: String? = "id", stripeAPIBase: String = "https://api.stripe.com",
@@ -59,15 +59,15 @@ public struct WorkerSettings: Sendable {
     }
 
     /// An analysis answer is a short JSON object (about 200 tokens); a chat answer at most 8,000 characters is kept.
-    public static let defaultMaxTokens = [AnalysisContract.name: 700, ChatContract.name: 1200]
+    package static let defaultMaxTokens = [AnalysisContract.name: 700, ChatContract.name: 1200]
 
     /// The bound for `kind`'s answers (1,000 for a kind without its own).
-    public func aiMaxTokens(forKind kind: String) -> Int { aiMaxTokens[kind] ?? 1000 }
+    package func aiMaxTokens(forKind kind: String) -> Int { aiMaxTokens[kind] ?? 1000 }
 
     /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`,
     /// `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`, `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`,
     /// `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`. A value that is set but wrong throws ``SettingError``.
-    public static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> WorkerSettings {
+    package static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> WorkerSettings {
         let settings = EnvironmentSettings(environment)
         func url(_ name: String) -> String? { settings.text(name).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } }
         var maxTokens = defaultMaxTokens

@@ -78,19 +78,19 @@ struct MagicLinkRoutes {
 
 /// `SMTP_URL` (mail is configured), `MAGIC_LINK_URL` (the link's template, `{token}` replaced), and the request limits
 /// (`MAGIC_LINK_MAX_PER_EMAIL` per 15 minutes, `MAGIC_LINK_MAX_PER_IP` per minute).
-public struct MagicLinkSettings: Sendable {
-    public var linkTemplate: String
-    public var maxPerEmail: Int
-    public var maxPerIP: Int
+package struct MagicLinkSettings: Sendable {
+    package var linkTemplate: String
+    package var maxPerEmail: Int
+    package var maxPerIP: Int
 
-    public init(linkTemplate: String = "carbscan://auth/magic-link?token={token}", maxPerEmail: Int = 3, maxPerIP: Int = 10) {
+    package init(linkTemplate: String = "carbscan://auth/magic-link?token={token}", maxPerEmail: Int = 3, maxPerIP: Int = 10) {
         self.linkTemplate = linkTemplate
         self.maxPerEmail = maxPerEmail
         self.maxPerIP = maxPerIP
     }
 
     /// Nil when `SMTP_URL` is unset. A template without `{token}` or a limit that is not a positive number is refused.
-    public static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> MagicLinkSettings? {
+    package static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> MagicLinkSettings? {
         let settings = EnvironmentSettings(environment)
         guard settings.text("SMTP_URL") != nil else { return nil }
         var magicLink = MagicLinkSettings()
