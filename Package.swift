@@ -46,10 +46,12 @@ let package = Package(
         ),
         // JSON: a strict parser, Codable over parsed values both ways, RFC 3339 dates and the API's streaming encoder.
         .target(name: "JSON"),
+        // Duration in milliseconds and seconds, for every part that hands a time to C or Redis.
+        .target(name: "Durations"),
         .target(
             name: "Queue",
             dependencies: [
-                "Redis", "JSON",
+                "Redis", "JSON", "Durations",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
@@ -74,11 +76,14 @@ let package = Package(
         .target(name: "JobContracts", dependencies: ["Queue", "JSON"]),
         .target(
             name: "Postgres",
-            dependencies: ["CLibpq", .product(name: "Logging", package: "swift-log"), .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "CLibpq", "Durations", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .target(
             name: "OutboundHTTP",
-            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CCurl", "Durations", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "CarbScanClient",
@@ -97,7 +102,7 @@ let package = Package(
         .target(
             name: "Accounts",
             dependencies: [
-                "CCrypt", "Store", "Postgres", "OutboundHTTP",
+                "CCrypt", "Store", "Postgres", "OutboundHTTP", "Durations",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,7 +121,7 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "JobContracts", "Redis", "OutboundHTTP",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -128,7 +133,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "JSON", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -136,7 +141,8 @@ let package = Package(
         .executableTarget(
             name: "carbscan",
             dependencies: [
-                "Queue", "JSON", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
+                "AppStore", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,5 @@
 import Crypto
+import Durations
 import Foundation
 import HTTPTypes
 import Redis
@@ -65,12 +66,5 @@ package struct LoginThrottle: Sendable {
         headers[.retryAfter] = String(seconds)
         return APIError(
             .tooManyRequests, "RATE_LIMITED", message + "; try again later", details: ["retryAfter": .int(seconds)], headers: headers)
-    }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let parts = components
-        return parts.seconds * 1000 + parts.attoseconds / 1_000_000_000_000_000
     }
 }

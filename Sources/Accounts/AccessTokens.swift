@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 import JWTKit
 
@@ -36,7 +37,7 @@ package struct AccessTokens: Sendable {
         let now = Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
         let claims = AccessClaims(
             sub: .init(value: userID), iss: .init(value: Self.issuer), aud: .init(value: [Self.audience]),
-            iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.seconds)),
+            iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.timeInterval)),
             sid: sessionID.uuidString.lowercased(), email: email)
         return try await keys.sign(claims)
     }
@@ -56,12 +57,5 @@ package struct AccessTokens: Sendable {
         guard claims.exp.value > now else { throw TokenError(.expired, "access token expired") }
         guard UUID(uuidString: claims.sid) != nil else { throw TokenError(.invalid, "token has no session") }
         return claims
-    }
-}
-
-extension Duration {
-    var seconds: TimeInterval {
-        let parts = components
-        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
     }
 }

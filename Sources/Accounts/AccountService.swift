@@ -1,4 +1,5 @@
 import Crypto
+import Durations
 import Foundation
 import Logging
 import Postgres
@@ -226,7 +227,7 @@ package struct AccountService: Sendable {
         let token = Self.randomToken(prefix: "rt_")
         try await RefreshTokens(db).insert(
             userID: userID, tokenHash: Self.hash(token), familyID: family, deviceID: deviceID,
-            expiresAt: Date().addingTimeInterval(configuration.refreshTokenLifetime.seconds))
+            expiresAt: Date().addingTimeInterval(configuration.refreshTokenLifetime.timeInterval))
         return token
     }
 

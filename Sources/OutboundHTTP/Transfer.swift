@@ -1,4 +1,5 @@
 import CCurl
+import Durations
 import Foundation
 
 /// One request on its libcurl easy handle. Lives only on the client's thread, from set-up to completion: the
@@ -209,12 +210,7 @@ extension HTTPRequest.Method {
 
 extension Duration {
     /// Whole milliseconds for a libcurl timeout, at least 1: libcurl reads 0 as "no timeout".
-    var curlMilliseconds: Int {
-        let (seconds, attoseconds) = components
-        let milliseconds = seconds.multipliedReportingOverflow(by: 1000)
-        guard !milliseconds.overflow else { return Int.max }
-        return max(1, Int(milliseconds.partialValue + attoseconds / 1_000_000_000_000_000))
-    }
+    var curlMilliseconds: Int { max(1, Int(milliseconds)) }
 }
 
 extension String {

@@ -1,4 +1,5 @@
 import CLibpq
+import Durations
 import Foundation
 import Logging
 
@@ -46,8 +47,7 @@ extension PostgresConnection {
                 }
                 let events = Int16(state == PGRES_POLLING_READING ? POLLIN : POLLOUT)
                 var descriptor = pollfd(fd: PQsocket(connection), events: events, revents: 0)
-                let milliseconds = Int32(
-                    clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+                let milliseconds = Int32(clamping: remaining.milliseconds + 1)
                 let ready = Glibc.poll(&descriptor, 1, milliseconds)
                 if ready <= 0 { continue }  // timeout (checked above) or EINTR
                 state = PQconnectPoll(connection)
@@ -70,9 +70,7 @@ extension PostgresConnection {
         // The decoders read ISO timestamps in UTC, hex bytea, and floats printed exactly.
         var settings = [("TimeZone", "UTC"), ("DateStyle", "ISO"), ("bytea_output", "hex"), ("extra_float_digits", "3")]
         if let timeout = configuration.statementTimeout {
-            let (seconds, attoseconds) = timeout.components
-            let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-            settings.append(("statement_timeout", String(max(milliseconds, 0))))
+            settings.append(("statement_timeout", String(max(timeout.millisecondsRoundedUp, 0))))
         }
         if let searchPath = configuration.searchPath { settings.append(("search_path", searchPath)) }
         parameters.append(("options", settings.map { "-c \(Self.escapeOption($0.0))=\(Self.escapeOption($0.1))" }.joined(separator: " ")))

@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 import JSON
 import Logging
@@ -427,13 +428,5 @@ extension RedisValue {
         var fields: [String: RedisValue] = [:]
         for i in stride(from: 0, to: flat.count - 1, by: 2) { fields[flat[i].string ?? ""] = flat[i + 1] }
         return fields
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds (rounded down).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }

@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 import Logging
 import Redis
@@ -260,8 +261,7 @@ public final class Worker: Service {
             metadata: {
                 var metadata: Logger.Metadata = [
                     "job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)",
-                    "duration_ms":
-                        "\(String(format: "%.3f", Double(duration.milliseconds) + Double(duration.components.attoseconds % 1_000_000_000_000_000) / 1e15))",
+                    "duration_ms": "\(String(format: "%.3f", duration.fractionalMilliseconds))",
                 ]
                 if let errorText { metadata["error"] = "\(errorText)" }
                 if outcome.kind == .retry { metadata["retry_in_ms"] = "\(outcome.milliseconds)" }

@@ -1,3 +1,4 @@
+import Durations
 import Foundation
 import JobContracts
 import Queue
@@ -56,7 +57,7 @@ package struct ScanResetJob: JobKind {
             metadata: ["period": "\(period.name)", "scope": "\(scope.rawValue)", "users": "\(total.usersReset)"])
         return .init(
             period: period.name, scope: parameters.scope, usersReset: total.usersReset, batches: total.batches,
-            longestBatchMs: milliseconds(total.longestBatch), elapsedMs: milliseconds(elapsed))
+            longestBatchMs: total.longestBatch.fractionalMilliseconds, elapsedMs: elapsed.fractionalMilliseconds)
     }
 }
 
@@ -106,9 +107,4 @@ struct ScanResetPeriod: Equatable {
         calendar.timeZone = zone
         return calendar
     }
-}
-
-private func milliseconds(_ duration: Duration) -> Double {
-    let (seconds, attoseconds) = duration.components
-    return Double(seconds) * 1000 + Double(attoseconds) / 1e15
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Durations
 import Foundation
 import Hummingbird
 import JSON
@@ -125,7 +126,7 @@ struct QueueBench: AsyncParsableCommand {
             _ = try await queue.enqueue(Array(repeating: job, count: n))
             sent += n
         }
-        return Double(jobs) / seconds(ContinuousClock.now - start)
+        return Double(jobs) / (ContinuousClock.now - start).timeInterval
     }
 
     /// One by one: each enqueue awaited before the next. The loop runs on a Redis connection's thread
@@ -136,7 +137,7 @@ struct QueueBench: AsyncParsableCommand {
             return try await withTaskExecutorPreference(queue.redis.executor) {
                 let start = ContinuousClock.now
                 for _ in 0..<perTask { _ = try await queue.enqueue("noop", payload: .object([:])) }
-                return Double(perTask) / seconds(ContinuousClock.now - start)
+                return Double(perTask) / (ContinuousClock.now - start).timeInterval
             }
         }
         let start = ContinuousClock.now
@@ -148,7 +149,7 @@ struct QueueBench: AsyncParsableCommand {
             }
             try await group.waitForAll()
         }
-        return Double(perTask * inFlight) / seconds(ContinuousClock.now - start)
+        return Double(perTask * inFlight) / (ContinuousClock.now - start).timeInterval
     }
 
     private func processBatch(
@@ -178,7 +179,7 @@ struct QueueBench: AsyncParsableCommand {
         producer.waitUntilExit()
         guard let first, let last, last > first else { throw CLIError("process phase did not complete") }
         let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
-        return (Double(count) / seconds(last - first), Double(cpuAfter - cpuBefore) / ticksPerSecond * 1e6 / Double(count))
+        return (Double(count) / (last - first).timeInterval, Double(cpuAfter - cpuBefore) / ticksPerSecond * 1e6 / Double(count))
     }
 
     private func pickup(_ queue: JobQueue) async throws -> (p50: Double, p99: Double, max: Double) {
@@ -216,10 +217,6 @@ struct QueueBench: AsyncParsableCommand {
     private func clear(_ prefix: String, _ redis: RedisClient) async throws {
         try await redis.unlinkKeys(matching: "\(prefix):*")
     }
-}
-
-private func seconds(_ d: Duration) -> Double {
-    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
 }
 
 private func median(_ values: [Double]) -> Double {
