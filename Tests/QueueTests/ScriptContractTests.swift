@@ -1,5 +1,6 @@
 import Foundation
 import Redis
+import TestSupport
 import Testing
 
 @testable import Queue
@@ -7,8 +8,7 @@ import Testing
 /// The Redis contract as files: the Lua scripts run alone through `ops/redis-script.sh` exactly as the engine runs
 /// them, and they write no field of a job's record that `JobField` does not name.
 @Suite struct ScriptContractTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = TestServices.repositoryRoot
     static let scriptNames =
         ["enqueue", "reserve", "start", "finish", "promote", "reclaim", "retry-now", "discard"]
         + ["lease-acquire", "lease-release"]

@@ -2,13 +2,14 @@ import Foundation
 import Queue
 import Redis
 import Synchronization
+import TestSupport
 import Testing
 import Workers
 
 @Suite struct RateLimiterTests {
     static func redis() throws -> RedisClient {
         try RedisClient(
-            url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0", logger: WorkerTestEnvironment.logger)
+            url: TestServices.redisURL, logger: WorkerTestEnvironment.logger)
     }
 
     /// Runs `body` with a key prefix of its own, removed afterwards.

@@ -44,14 +44,9 @@ struct TestAPI: Sendable {
 
     static func databaseConfiguration() throws -> PostgresConfiguration {
         var configuration = try PostgresConfiguration(
-            url: ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan")
+            url: TestServices.databaseURL)
         configuration.database = "carbscan_test"
         return configuration
-    }
-
-    static var repositoryRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
     }
 
     /// Runs `body` against the API's router; everything the test made is dropped afterwards.
@@ -73,7 +68,7 @@ struct TestAPI: Sendable {
         configuration.searchPath = schema
         configuration.poolSize = 4
         var redisConfiguration = try RedisConfiguration(
-            url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0")
+            url: TestServices.redisURL)
         var redisProxy: FaultProxy?
         var postgresProxy: FaultProxy?
         if faults {
@@ -97,7 +92,7 @@ struct TestAPI: Sendable {
         }
         do {
             try await Schema.migrate(database, logger: logger)
-            let catalog = try JobCatalog.load(directory: repositoryRoot.appendingPathComponent("jobs").path)
+            let catalog = try JobCatalog.load(directory: TestServices.repositoryRoot.appendingPathComponent("jobs").path)
             let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
             var env = ["LOGIN_WEBHOOK_URL": "http://127.0.0.1:9/unused", "OIDC_ISSUERS": "http://127.0.0.1:\(jwks.port)/clerk"]
             if apple {

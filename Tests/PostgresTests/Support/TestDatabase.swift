@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import Postgres
+import TestSupport
 
 /// The Postgres the ops scripts started (`DATABASE_URL`), switched to its `carbscan_test` database.
 enum TestDatabase {
     static let url: String = {
-        let base = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+        let base = TestServices.databaseURL
         var components = URLComponents(string: base)!
         components.path = "/carbscan_test"
         return components.string!

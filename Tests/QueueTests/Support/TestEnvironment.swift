@@ -3,6 +3,7 @@ import JSON
 import Logging
 import Queue
 import Redis
+import TestSupport
 import Workers
 
 /// A queue engine on the real Redis (`REDIS_URL`) under a key prefix of its own, so tests run in parallel.
@@ -11,7 +12,7 @@ struct TestEnvironment {
     let queue: JobQueue
     let prefix: String
 
-    static let redisURL = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+    static let redisURL = TestServices.redisURL
 
     /// The noop kind as tests need it: short leases, fast fixed retries, a permissive schema.
     static let noop = """

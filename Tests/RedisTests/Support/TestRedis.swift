@@ -1,10 +1,11 @@
 import Foundation
 import Redis
+import TestSupport
 import Testing
 
 /// The Redis the ops scripts started (`REDIS_URL`, as `ops/test.sh` exports it).
 enum TestRedis {
-    static let url = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+    static let url = TestServices.redisURL
 
     static func client(poolSize: Int = 2, readTimeout: Duration = .seconds(5)) throws -> RedisClient {
         var configuration = try RedisConfiguration(url: url)

@@ -5,15 +5,14 @@ import TestSupport
 
 /// Runs the built `carbscan` executable as operators do: real processes, real signals, the real Redis.
 enum CarbScanBinary {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = TestServices.repositoryRoot
 
     static var url: URL {
         if let path = ProcessInfo.processInfo.environment["CARBSCAN_BIN"] { return URL(fileURLWithPath: path) }
         return packageRoot.appendingPathComponent(".build/debug/carbscan")
     }
 
-    static let redisURL = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+    static let redisURL = TestServices.redisURL
 
     /// A jobs folder: the project's kind files, with `noop.yml` replaced when `noop` is given (e.g. short leases).
     static func jobsDirectory(noop: String? = nil) throws -> URL {

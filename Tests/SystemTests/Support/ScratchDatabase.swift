@@ -1,7 +1,8 @@
 import Foundation
 import Postgres
+import TestSupport
 
-let scratchDatabaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+let scratchDatabaseURL = TestServices.databaseURL
 
 /// Creates an empty database, runs `body` with its URL, drops it (processes still connected are cut off).
 func withScratchDatabase(_ body: (String) async throws -> Void) async throws {

@@ -25,14 +25,9 @@ struct WorkerTestEnvironment: Sendable {
         return logger
     }
 
-    static var repositoryRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
-
     static func databaseConfiguration() throws -> PostgresConfiguration {
         var configuration = try PostgresConfiguration(
-            url: ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan")
+            url: TestServices.databaseURL)
         configuration.database = "carbscan_test"
         return configuration
     }
@@ -59,9 +54,9 @@ struct WorkerTestEnvironment: Sendable {
         configuration.poolSize = poolSize
         database = PostgresClient(configuration: configuration, logger: Self.logger)
         try await Schema.migrate(database, logger: Self.logger)
-        redis = try RedisClient(url: ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0", logger: Self.logger)
+        redis = try RedisClient(url: TestServices.redisURL, logger: Self.logger)
         prefix = "test-workers-\(schema)"
-        let catalog = try JobCatalog.load(directory: Self.repositoryRoot.appendingPathComponent("jobs").path)
+        let catalog = try JobCatalog.load(directory: TestServices.repositoryRoot.appendingPathComponent("jobs").path)
         queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
         http = HTTPClient(options: HTTPClientOptions(connectTimeout: .seconds(2), totalTimeout: .seconds(5)), logger: Self.logger)
     }

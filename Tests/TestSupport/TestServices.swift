@@ -1,0 +1,12 @@
+import Foundation
+
+/// Where the tests find the local services `ops/services.sh` starts (overridden by the environment, as `.local/env.sh`
+/// sets it) and the repository they run from.
+public enum TestServices {
+    public static let redisURL = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+    public static let databaseURL =
+        ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+    /// The repository's root (this file is `Tests/TestSupport/TestServices.swift`).
+    public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+}
