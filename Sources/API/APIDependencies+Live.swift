@@ -7,14 +7,11 @@ import Postgres
 import Queue
 
 extension APIDependencies {
-    /// The production wiring from a database, a queue and the environment (`LOGIN_WEBHOOK_URL`,
-    /// `LOGIN_MAX_FAILURES`, `LOGIN_MAX_ATTEMPTS_PER_IP`, `STRIPE_WEBHOOK_SECRET`, `SYNC_WAIT_SECONDS`,
-    /// `HTTP_IDLE_TIMEOUT_SECONDS`, `SCAN_RESET_TIMEZONE`, `APPSTORE_*`, `SMTP_URL`, `MAGIC_LINK_*`). A value that is set
-    /// but wrong throws ``SettingError`` (or ``AppStoreError``) naming it.
+    /// The production wiring from a database, a queue and the process's settings.
     package static func live(
-        database: PostgresClient, queue: JobQueue, auth: AuthConfiguration, environment: [String: String], logger: Logger,
-        http: HTTPClient = HTTPClient()
-    ) async throws -> APIDependencies {
+        database: PostgresClient, queue: JobQueue, settings serve: ServeSettings, logger: Logger, http: HTTPClient = HTTPClient()
+    ) async -> APIDependencies {
+        let auth = serve.auth
         let refetch = auth.jwksMinimumRefetchInterval
         let apple = auth.apple.map { IdentityVerifier(provider: $0, http: http, logger: logger, minimumRefetchInterval: refetch) }
         let extra = auth.extraIssuers.map { IdentityVerifier(provider: $0, http: http, logger: logger, minimumRefetchInterval: refetch) }
@@ -22,7 +19,7 @@ extension APIDependencies {
             database: database, configuration: auth,
             accessTokens: await AccessTokens(secret: auth.jwtSecret, lifetime: auth.accessTokenLifetime), apple: apple,
             extraIssuers: extra, logger: logger)
-        let settings = try APISettings.fromEnvironment(environment)
+        let settings = serve.api
         var throttle = LoginThrottle(redis: queue.redis, prefix: queue.options.prefix)
         throttle.maxFailures = settings.maxLoginFailures
         throttle.maxAttemptsPerIP = settings.maxLoginAttemptsPerIP
@@ -33,8 +30,8 @@ extension APIDependencies {
         dependencies.syncWait = settings.syncWait
         dependencies.idleTimeout = settings.idleTimeout
         dependencies.scanResetTimeZone = settings.scanResetTimeZone
-        dependencies.appStore = try AppStoreConfiguration.fromEnvironment(environment)
-        dependencies.magicLink = try MagicLinkSettings.fromEnvironment(environment)
+        dependencies.appStore = serve.appStore
+        dependencies.magicLink = serve.magicLink
         return dependencies
     }
 }

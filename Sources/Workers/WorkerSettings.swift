@@ -34,6 +34,8 @@ package struct WorkerSettings: Sendable {
     package var photoRetention: Duration
     /// The sender of the `email` kind's mail (`MAIL_FROM`).
     package var mailFrom: String = "CarbScan <noreply@localhost>"
+    /// The mail server of the `email` kind (`SMTP_URL`); nil: email jobs die with a configuration error.
+    package var smtpURL: String?
 
     package init(
         aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini",
@@ -66,8 +68,10 @@ package struct WorkerSettings: Sendable {
 
     /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`,
     /// `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD`, `STRIPE_API_BASE`, `STRIPE_SECRET_KEY`, `STRIPE_PRICE_TIERS`,
-    /// `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`. A value that is set but wrong throws ``SettingError``.
-    package static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> WorkerSettings {
+    /// `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`, `SMTP_URL`, `APPSTORE_*`: everything a worker process
+    /// takes from its environment, read once at start-up. A value that is set but wrong throws ``SettingError`` (or
+    /// ``AppStoreError``) naming it.
+    package static func fromEnvironment(_ environment: [String: String]) throws -> WorkerSettings {
         let settings = EnvironmentSettings(environment)
         func url(_ name: String) -> String? { settings.text(name).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } }
         var maxTokens = defaultMaxTokens
@@ -75,7 +79,7 @@ package struct WorkerSettings: Sendable {
             maxTokens[kind] = try settings.integer("AI_MAX_TOKENS_\(kind.uppercased())", default: fallback, in: 1...1_000_000)
         }
         let retentionDays = try settings.integer("PHOTO_RETENTION_DAYS", default: 30, in: 1...36_500)
-        return WorkerSettings(
+        var read = WorkerSettings(
             aiBaseURL: url("AI_BASE_URL"), aiAPIKey: settings.text("AI_API_KEY"), aiModel: settings.text("AI_MODEL") ?? "gpt-4o-mini",
             aiMaxTokens: maxTokens, loginWebhookURL: url("LOGIN_WEBHOOK_URL"), loginWebhookAPIKey: settings.text("LOGIN_WEBHOOK_API_KEY"),
             loginWebhookIDField: settings.text("LOGIN_WEBHOOK_ID_FIELD").map { $0 == "none" ? nil : $0 } ?? "id",
@@ -83,5 +87,8 @@ package struct WorkerSettings: Sendable {
             stripeSecretKey: settings.text("STRIPE_SECRET_KEY"), stripePriceTiers: try settings.pairs("STRIPE_PRICE_TIERS"),
             scanResetTimeZone: try settings.timeZone("SCAN_RESET_TIMEZONE", default: .gmt),
             photoRetention: .seconds(retentionDays * 86_400), mailFrom: settings.text("MAIL_FROM"))
+        read.smtpURL = settings.text("SMTP_URL")
+        read.appStore = try AppStoreConfiguration.fromEnvironment(environment)
+        return read
     }
 }

@@ -35,25 +35,19 @@ struct ServeCommand: AsyncParsableCommand {
             let logger = Logger(label: "carbscan.api")
             let environment = ProcessInfo.processInfo.environment
             let port = try port ?? SettingChecks.port(environment) ?? 8080
-            let authConfiguration: AuthConfiguration
+            let settings: ServeSettings
             do {
-                authConfiguration = try AuthConfiguration.fromEnvironment(environment)
+                settings = try ServeSettings.fromEnvironment(environment)
             } catch {
-                throw CLIError("\(error)", exitCode: 78)
+                throw CLIError("configuration: \(error)", exitCode: 78)
             }
-            if authConfiguration.usesEphemeralSecret {
+            if settings.auth.usesEphemeralSecret {
                 logger.warning("JWT_SECRET is not set: using a random secret, so tokens stop working when this process stops")
             }
             let database = try global.database(logger: logger, poolSize: databasePool)
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
-            let dependencies: APIDependencies
-            do {
-                dependencies = try await APIDependencies.live(
-                    database: database, queue: queue, auth: authConfiguration, environment: environment, logger: logger)
-            } catch let error as AppStoreError {
-                throw CLIError("\(error)", exitCode: 78)
-            }
+            let dependencies = await APIDependencies.live(database: database, queue: queue, settings: settings, logger: logger)
             try SettingChecks.scanResetZone(dependencies.scanResetTimeZone, catalog: queue.catalog)
             if let warning = try? await queue.evictionWarning() { logger.warning("\(warning)") }
             let app = try APIServer.application(dependencies, host: host, port: port) { port in

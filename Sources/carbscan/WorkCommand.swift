@@ -46,17 +46,15 @@ struct WorkCommand: AsyncParsableCommand {
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let weights = try parseQueues(queues, catalog: queue.catalog)
-            var settings = try WorkerSettings.fromEnvironment(ProcessInfo.processInfo.environment)
-            try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
+            let settings: WorkerSettings
+            let mailer: SMTPMailer?
             do {
-                settings.appStore = try AppStoreConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
+                settings = try WorkerSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+                mailer = try settings.smtpURL.map(SMTPMailer.init(url:))
             } catch {
-                throw CLIError("\(error)", exitCode: 78)
+                throw CLIError("configuration: \(error)", exitCode: 78)
             }
-            var mailer: SMTPMailer?
-            if let url = ProcessInfo.processInfo.environment["SMTP_URL"], !url.isEmpty {
-                do { mailer = try SMTPMailer(url: url) } catch { throw CLIError("\(error)", exitCode: 78) }
-            }
+            try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
             let services = WorkerServices(
                 redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: HTTPClient(logger: logger),
                 settings: settings, logger: logger, mailer: mailer)

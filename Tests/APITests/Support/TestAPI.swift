@@ -103,9 +103,8 @@ struct TestAPI: Sendable {
             env["BCRYPT_COST"] = "4"
             env["JWKS_MIN_REFETCH_SECONDS"] = "1"
             env.merge(environment) { $1 }
-            let auth = try AuthConfiguration.fromEnvironment(env)
-            let dependencies = try await APIDependencies.live(
-                database: database, queue: queue, auth: auth, environment: env, logger: logger)
+            let dependencies = await APIDependencies.live(
+                database: database, queue: queue, settings: try ServeSettings.fromEnvironment(env), logger: logger)
             let (router, routes) = try APIServer.router(dependencies)
             let api = TestAPI(
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
@@ -126,9 +125,8 @@ struct TestAPI: Sendable {
     /// once its event subscription is up. That subscription is renewed only every minute (each renewal empties
     /// the session cache, which would hide whether a message arrived).
     func otherProcess<T: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
-        let auth = try AuthConfiguration.fromEnvironment(environment)
-        var dependencies = try await APIDependencies.live(
-            database: database, queue: queue, auth: auth, environment: environment, logger: Self.logger)
+        var dependencies = await APIDependencies.live(
+            database: database, queue: queue, settings: try ServeSettings.fromEnvironment(environment), logger: Self.logger)
         dependencies.waiter = JobWaiter(
             queue: queue, sessions: dependencies.accounts.sessions, logger: Self.logger, idleRenewal: .seconds(60))
         let app = Application(
