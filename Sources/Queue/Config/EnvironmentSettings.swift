@@ -16,6 +16,11 @@ public struct SettingError: Error, CustomStringConvertible, Sendable {
 
 /// Typed reads of environment variables. Absent or blank gives the default; any other value must parse and be in
 /// range, or the read throws ``SettingError``.
+///
+/// Our own rather than swift-configuration 1.4's `ConfigReader` (on the machine's mirror): its default and optional
+/// variants return the fallback or nil for a value that is set but cannot be converted ("Choosing reader methods"),
+/// which is the silent fallback this type exists to refuse, and its required variant refuses an absent value too;
+/// neither checks ranges. Wrapping it would have kept all of this code and added a dependency.
 public struct EnvironmentSettings: Sendable {
     public let values: [String: String]
 
