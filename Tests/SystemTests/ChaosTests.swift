@@ -17,13 +17,18 @@ import Testing
         retention: { succeeded: 1h, failed: 1d }
         """
 
-    @Test func killingAWorkerMidRunLosesNoJob() async throws {
+    /// A prefix of the test's own, the short-lease job files, the workers' environment and the queue as they see it.
+    static func shortLeaseRun() throws -> (redis: RedisClient, prefix: String, environment: [String: String], queue: JobQueue) {
         let redis = try RedisClient(url: CarbScanBinary.redisURL)
         let prefix = "chaos-\(UUID().uuidString.prefix(8))"
         let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
         let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
-        let catalog = try JobCatalog.load(directory: jobs.path)
-        let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
+        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
+        return (redis, prefix, environment, queue)
+    }
+
+    @Test func killingAWorkerMidRunLosesNoJob() async throws {
+        let (redis, prefix, environment, queue) = try Self.shortLeaseRun()
         let effects = "\(prefix):effects"
         var workers: [RunningProcess] = []
         defer {
@@ -77,11 +82,7 @@ import Testing
     /// The worker running the queues' upkeep is killed: when its lease (2 s here) runs out, the other worker takes the
     /// upkeep over, and a delayed job enqueued after the kill still runs.
     @Test func killingTheUpkeepLeaderHandsTheUpkeepToAnother() async throws {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
-        let prefix = "chaos-\(UUID().uuidString.prefix(8))"
-        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
-        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
-        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
+        let (redis, prefix, environment, queue) = try Self.shortLeaseRun()
         var workers: [RunningProcess] = []
         defer {
             for worker in workers { worker.signal(SIGKILL) }
@@ -107,11 +108,7 @@ import Testing
     }
 
     @Test func sigtermHandsUnfinishedJobsBackAndFailsNone() async throws {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
-        let prefix = "sigterm-\(UUID().uuidString.prefix(8))"
-        let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
-        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
-        let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
+        let (redis, prefix, environment, queue) = try Self.shortLeaseRun()
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let workers = try (0..<2).map { _ in
             try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "5", "--grace", "2"], environment: environment)
