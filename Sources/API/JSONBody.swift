@@ -58,19 +58,42 @@ enum JSONBody {
     }
 
     /// The path of the first string (or member name) holding U+0000, which Postgres text cannot store: refused
-    /// up front rather than failing the insert.
-    static func firstNUL(in value: JSONValue, at path: String = "") -> String? {
-        func join(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    /// up front rather than failing the insert. The path is built only when one is found (every body is searched).
+    static func firstNUL(in value: JSONValue) -> String? {
+        guard let steps = nulSteps(in: value) else { return nil }
+        var path = ""
+        for step in steps.reversed() {
+            switch step {
+            case .member(let key): path += path.isEmpty ? key : ".\(key)"
+            case .index(let index): path += "[\(index)]"
+            }
+        }
+        return path
+    }
+
+    private enum PathStep {
+        case member(String)
+        case index(Int)
+    }
+
+    /// The steps to the first U+0000, innermost first; nil when there is none.
+    private static func nulSteps(in value: JSONValue) -> [PathStep]? {
         switch value {
-        case .string(let text): return text.utf8.contains(0) ? path : nil
+        case .string(let text): return text.utf8.contains(0) ? [] : nil
         case .array(let items):
             for (index, item) in items.enumerated() {
-                if let found = firstNUL(in: item, at: "\(path)[\(index)]") { return found }
+                if var found = nulSteps(in: item) {
+                    found.append(.index(index))
+                    return found
+                }
             }
         case .object(let members):
             for (key, member) in members {
-                if key.utf8.contains(0) { return join(key.replacingOccurrences(of: "\0", with: "\\u0000")) }
-                if let found = firstNUL(in: member, at: join(key)) { return found }
+                if key.utf8.contains(0) { return [.member(key.replacingOccurrences(of: "\0", with: "\\u0000"))] }
+                if var found = nulSteps(in: member) {
+                    found.append(.member(key))
+                    return found
+                }
             }
         default: break
         }

@@ -98,15 +98,21 @@ public final class RedisClient: Sendable {
     /// Deletes every key matching `pattern` (SCAN + UNLINK in pages, never `KEYS`). Returns how many.
     @discardableResult
     public func unlinkKeys(matching pattern: String) async throws -> Int {
-        var cursor = "0"
         var count = 0
+        try await forEachKeyBatch(matching: pattern) { keys in count += try await send(["UNLINK"] + keys).int ?? 0 }
+        return count
+    }
+
+    /// Calls `body` with every key matching `pattern`, a `SCAN` page (up to about 1,000 keys) at a time; a key may
+    /// come twice when the keyspace changes meanwhile, as `SCAN` promises no more.
+    public func forEachKeyBatch(matching pattern: String, _ body: ([String]) async throws -> Void) async throws {
+        var cursor = "0"
         repeat {
             let reply = try await send(["SCAN", cursor, "MATCH", pattern, "COUNT", "1000"]).array ?? []
             cursor = reply.first?.string ?? "0"
             let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
-            if !keys.isEmpty { count += try await send(["UNLINK"] + keys).int ?? 0 }
+            if !keys.isEmpty { try await body(keys) }
         } while cursor != "0"
-        return count
     }
 
     /// A connection of its own, for blocking commands. Close it when done.

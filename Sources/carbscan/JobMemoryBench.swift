@@ -35,15 +35,11 @@ struct JobMemoryBench: AsyncParsableCommand {
         /// MEMORY USAGE (exact: SAMPLES 0) of every key under the prefix: what the jobs hold, whatever else Redis
         /// is doing (used_memory moved by tens of bytes per job between runs, with lazy frees and other clients).
         func keyBytes() async throws -> Int {
-            var cursor = "0"
             var total = 0
-            repeat {
-                let reply = try await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*", "COUNT", "1000"]).array ?? []
-                cursor = reply.first?.string ?? "0"
-                let keys = reply.count > 1 ? (reply[1].array ?? []).compactMap(\.string) : []
+            try await redis.forEachKeyBatch(matching: "\(prefix):*") { keys in
                 let sizes = try await redis.pipeline(keys.map { ["MEMORY", "USAGE", $0, "SAMPLES", "0"] })
                 total += sizes.compactMap(\.int).reduce(0, +)
-            } while cursor != "0"
+            }
             return total
         }
         func recordBytes(_ id: JobID) async throws -> Int {
