@@ -106,22 +106,29 @@ extension JobQueue {
         return Self.decodeJobs(reply, queue: queue)
     }
 
-    /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` on `connection`), then starts them.
-    /// All queues must live on the same Redis server.
+    /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` on `connection`), then starts at
+    /// most `count` of them. All queues must live on the same Redis server.
+    ///
+    /// `XREADGROUP`'s COUNT bounds each stream, not the read: COUNT n over k streams could deliver n·k entries, and a
+    /// worker took up to its concurrency times its number of queues at once. Each stream is asked for an equal share
+    /// (at least one), and what a read still delivers past `count` (only when fewer slots are free than queues are
+    /// read) goes straight back to the end of its stream, unstarted.
     public func waitForJobs(
         queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection, idle: Bool = true
     ) async throws -> [ReservedJob] {
         let streams = queues.map { keys($0).stream }
+        let share = max(1, count / max(1, streams.count))
         let reply = try await recreatingGroups(queues) {
             try await connection.send(
                 [
-                    "XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", String(count), "BLOCK", String(timeout.milliseconds),
+                    "XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", String(share), "BLOCK", String(timeout.milliseconds),
                     "STREAMS",
                 ]
                     + streams + Array(repeating: ">", count: streams.count),
                 blockFor: timeout)
         }
         var jobs: [ReservedJob] = []
+        var room = count
         for streamReply in reply.array ?? [] {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })
@@ -131,12 +138,19 @@ extension JobQueue {
             // Once a job to run isolated is given, the rest of this read goes back to the streams.
             let mode: StartCall.Mode = jobs.contains(where: \.isolated) ? .handBack : idle && jobs.isEmpty ? .idle : .busy
             var call = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: mode)
+            var surplus = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: .handBack)
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
                     let id = fields[JobField.id.rawValue]?.string
                 else { continue }
-                call.add(entry: entryID, id: id, carried: fields)
+                if room > 0 {
+                    call.add(entry: entryID, id: id, carried: fields)
+                    room -= 1
+                } else {
+                    surplus.add(entry: entryID, id: id, carried: fields)
+                }
             }
+            if !surplus.isEmpty { try await redis.run(surplus) }
             guard !call.isEmpty else { continue }
             let started = try await redis.run(call)
             jobs += Self.decodeJobs(started, queue: queue)
