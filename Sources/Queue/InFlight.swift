@@ -1,6 +1,6 @@
 import Synchronization
 
-/// The jobs running in this process, by stream entry: for lease renewal, timeouts and shutdown.
+/// The jobs running in this process, by stream entry: for lease renewal, timeouts, shutdown and per-queue limits.
 final class InFlight: Sendable {
     enum Cancellation: Sendable { case timeout, shutdown }
 
@@ -11,32 +11,49 @@ final class InFlight: Sendable {
         var cancellation: Cancellation?
     }
 
-    private let state = Mutex([String: Running]())
+    private struct State {
+        var running: [String: Running] = [:]
+        /// Running jobs per queue, kept as they come and go (counting them per fetch was O(in flight)).
+        var perQueue: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
 
     func insert(_ job: ReservedJob, deadline: ContinuousClock.Instant) {
-        state.withLock { $0[job.entry] = Running(job: job, deadline: deadline) }
+        state.withLock { state in
+            if state.running.updateValue(Running(job: job, deadline: deadline), forKey: job.entry) == nil {
+                state.perQueue[job.queue, default: 0] += 1
+            }
+        }
     }
+
+    /// How many jobs of `queue` run here now.
+    func count(inQueue queue: String) -> Int { state.withLock { $0.perQueue[queue] ?? 0 } }
 
     /// Attaches the task after it was created (it may already have finished: then nothing is kept).
     func attach(_ task: Task<Void, Never>, to entry: String) {
         let cancelNow = state.withLock { state -> Bool in
-            guard state[entry] != nil else { return false }
-            state[entry]!.task = task
-            return state[entry]!.cancellation != nil
+            guard state.running[entry] != nil else { return false }
+            state.running[entry]!.task = task
+            return state.running[entry]!.cancellation != nil
         }
         if cancelNow { task.cancel() }
     }
 
-    func remove(_ entry: String) { _ = state.withLock { $0.removeValue(forKey: entry) } }
+    func remove(_ entry: String) {
+        state.withLock { state in
+            if let gone = state.running.removeValue(forKey: entry) { state.perQueue[gone.job.queue, default: 1] -= 1 }
+        }
+    }
 
-    func cancellation(of entry: String) -> Cancellation? { state.withLock { $0[entry]?.cancellation } }
+    func cancellation(of entry: String) -> Cancellation? { state.withLock { $0.running[entry]?.cancellation } }
 
     /// Marks jobs past their deadline as timed out; returns their tasks to cancel.
     func expire(now: ContinuousClock.Instant) -> [Task<Void, Never>] {
         state.withLock { state in
             var tasks: [Task<Void, Never>] = []
-            for (entry, running) in state where running.cancellation == nil && running.deadline <= now {
-                state[entry]!.cancellation = .timeout
+            for (entry, running) in state.running where running.cancellation == nil && running.deadline <= now {
+                state.running[entry]!.cancellation = .timeout
                 if let task = running.task { tasks.append(task) }
             }
             return tasks
@@ -46,8 +63,10 @@ final class InFlight: Sendable {
     /// Cancels every running job for shutdown; returns them.
     func cancelAll() -> [ReservedJob] {
         let running = state.withLock { state -> [Running] in
-            for entry in state.keys where state[entry]!.cancellation == nil { state[entry]!.cancellation = .shutdown }
-            return Array(state.values)
+            for entry in state.running.keys where state.running[entry]!.cancellation == nil {
+                state.running[entry]!.cancellation = .shutdown
+            }
+            return Array(state.running.values)
         }
         for item in running { item.task?.cancel() }
         return running.map(\.job)
@@ -55,11 +74,11 @@ final class InFlight: Sendable {
 
     func removeAll() -> [ReservedJob] {
         state.withLock { state in
-            defer { state.removeAll() }
-            return state.values.map(\.job)
+            defer { state = State() }
+            return state.running.values.map(\.job)
         }
     }
 
-    var jobs: [ReservedJob] { state.withLock { $0.values.map(\.job) } }
-    var isEmpty: Bool { state.withLock { $0.isEmpty } }
+    var jobs: [ReservedJob] { state.withLock { $0.running.values.map(\.job) } }
+    var isEmpty: Bool { state.withLock { $0.running.isEmpty } }
 }

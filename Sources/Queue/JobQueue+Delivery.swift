@@ -107,14 +107,15 @@ extension JobQueue {
     }
 
     /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` on `connection`), then starts at
-    /// most `count` of them. All queues must live on the same Redis server.
+    /// most `count` of them, and at most `limits[queue]` of a queue's. All queues must live on the same Redis server.
     ///
     /// `XREADGROUP`'s COUNT bounds each stream, not the read: COUNT n over k streams could deliver n·k entries, and a
     /// worker took up to its concurrency times its number of queues at once. Each stream is asked for an equal share
     /// (at least one), and what a read still delivers past `count` (only when fewer slots are free than queues are
-    /// read) goes straight back to the end of its stream, unstarted.
+    /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted.
     public func waitForJobs(
-        queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection, idle: Bool = true
+        queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection, idle: Bool = true,
+        limits: [String: Int] = [:]
     ) async throws -> [ReservedJob] {
         let streams = queues.map { keys($0).stream }
         let share = max(1, count / max(1, streams.count))
@@ -139,13 +140,15 @@ extension JobQueue {
             let mode: StartCall.Mode = jobs.contains(where: \.isolated) ? .handBack : idle && jobs.isEmpty ? .idle : .busy
             var call = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: mode)
             var surplus = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: .handBack)
+            var queueRoom = limits[queue] ?? Int.max
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
                     let id = fields[JobField.id.rawValue]?.string
                 else { continue }
-                if room > 0 {
+                if room > 0 && queueRoom > 0 {
                     call.add(entry: entryID, id: id, carried: fields)
                     room -= 1
+                    queueRoom -= 1
                 } else {
                     surplus.add(entry: entryID, id: id, carried: fields)
                 }

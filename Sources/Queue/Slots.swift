@@ -5,6 +5,9 @@ final class Slots: Sendable {
     private struct State {
         var free: Int
         var waiter: CheckedContinuation<Int, Never>?
+        /// Counts releases, so a fetcher that found every queue at its limit waits for the next one it has not seen.
+        var releases = 0
+        var releaseWaiter: CheckedContinuation<Void, Never>?
     }
     private let state: Mutex<State>
     let capacity: Int
@@ -29,21 +32,40 @@ final class Slots: Sendable {
     func take(_ n: Int) { state.withLock { $0.free -= n } }
 
     func release() {
-        let (waiter, free) = state.withLock { state -> (CheckedContinuation<Int, Never>?, Int) in
+        let (waiter, free, releaseWaiter) = state.withLock {
+            state -> (CheckedContinuation<Int, Never>?, Int, CheckedContinuation<Void, Never>?) in
             state.free += 1
-            defer { state.waiter = nil }
-            return (state.waiter, state.free)
+            state.releases += 1
+            defer { (state.waiter, state.releaseWaiter) = (nil, nil) }
+            return (state.waiter, state.free, state.releaseWaiter)
         }
         waiter?.resume(returning: free)
+        releaseWaiter?.resume()
+    }
+
+    /// The number of releases so far (read before deciding to wait for the next).
+    var releases: Int { state.withLock { $0.releases } }
+
+    /// Waits until a slot is released after the `seen`-th release (at once if one already was), or a wake.
+    func waitForRelease(after seen: Int) async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.releases != seen { return true }
+                state.releaseWaiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Wakes a waiting fetcher (at shutdown) as if a slot were free.
     func wake() {
-        let waiter = state.withLock { state -> CheckedContinuation<Int, Never>? in
-            defer { state.waiter = nil }
-            return state.waiter
+        let (waiter, releaseWaiter) = state.withLock { state -> (CheckedContinuation<Int, Never>?, CheckedContinuation<Void, Never>?) in
+            defer { (state.waiter, state.releaseWaiter) = (nil, nil) }
+            return (state.waiter, state.releaseWaiter)
         }
         waiter?.resume(returning: 0)
+        releaseWaiter?.resume()
     }
 
     var busy: Int { state.withLock { capacity - $0.free } }

@@ -11,6 +11,10 @@ public struct WorkerOptions: Sendable {
     public var queues: [(name: String, weight: Int)]
     /// Jobs run at once in this process.
     public var concurrency: Int
+    /// At most this many jobs of a queue at once in this process (within `concurrency`); a queue not named here is
+    /// bound by `concurrency` alone. Slow, I/O-bound queues can run thousands while Postgres-bound ones stay within
+    /// the connection pool.
+    public var queueLimits: [String: Int]
     /// On SIGTERM, in-flight jobs get this long to finish before they are handed back to the queue.
     public var gracePeriod: Duration
     /// How long one blocking read waits for work (a shutdown interrupts it at once).
@@ -25,12 +29,14 @@ public struct WorkerOptions: Sendable {
     public var consumer: String
 
     public init(
-        queues: [(name: String, weight: Int)], concurrency: Int = 10, gracePeriod: Duration = .seconds(25),
+        queues: [(name: String, weight: Int)], concurrency: Int = 10, queueLimits: [String: Int] = [:],
+        gracePeriod: Duration = .seconds(25),
         blockTimeout: Duration = .seconds(2), promoteInterval: Duration = .milliseconds(200),
         reclaimInterval: Duration = .seconds(1), upkeepLease: Duration = .seconds(10), consumer: String? = nil
     ) {
         self.queues = queues
         self.concurrency = max(1, concurrency)
+        self.queueLimits = queueLimits.mapValues { max(1, $0) }
         self.gracePeriod = gracePeriod
         self.blockTimeout = blockTimeout
         self.promoteInterval = promoteInterval
@@ -136,17 +142,29 @@ public final class Worker: Service {
             let free = await slots.waitForFree()
             if isStopping || free == 0 { continue }
             let want = min(free, 500)
+            // Read before the rooms: a release after this point ends the wait below at once.
+            let releases = slots.releases
+            var room: [String: Int] = [:]
+            for (name, limit) in options.queueLimits { room[name] = limit - inFlight.count(inQueue: name) }
+            let open = queueNames.filter { (room[$0] ?? 1) > 0 }
+            if open.isEmpty {
+                // Every queue is at its own limit: nothing to fetch until one of their jobs ends.
+                await slots.waitForRelease(after: releases)
+                continue
+            }
             var jobs: [ReservedJob] = []
             let idle = inFlight.isEmpty
             do {
                 for name in weightedOrder() where jobs.count < want && !jobs.contains(where: \.isolated) {
+                    let count = min(want - jobs.count, room[name] ?? .max)
+                    guard count > 0 else { continue }
                     jobs += try await queue.reserve(
-                        queue: name, count: want - jobs.count, consumer: options.consumer, idle: idle && jobs.isEmpty)
+                        queue: name, count: count, consumer: options.consumer, idle: idle && jobs.isEmpty)
                 }
                 if jobs.isEmpty && !isStopping {
                     jobs = try await queue.waitForJobs(
-                        queues: queueNames, count: want, consumer: options.consumer, timeout: options.blockTimeout,
-                        connection: connection, idle: idle)
+                        queues: open, count: want, consumer: options.consumer, timeout: options.blockTimeout,
+                        connection: connection, idle: idle, limits: room)
                 }
                 streak.succeeded(logger: logger)
             } catch {

@@ -15,7 +15,10 @@ struct WorkCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(help: "Queues to serve, with optional weights: ai:3,default:1 (default: every queue, weighted by the kinds' priorities).")
+    @Option(
+        help:
+            "Queues to serve, each with an optional weight and limit: ai:3=500,default (weight 3, at most 500 at once; default: every queue, weighted by the kinds' priorities, no limit but --concurrency)."
+    )
     var queues: String?
 
     @Option(help: "Jobs run at once in this process.")
@@ -45,7 +48,13 @@ struct WorkCommand: AsyncParsableCommand {
             defer { database.shutdown() }
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
-            let weights = try parseQueues(queues, catalog: queue.catalog)
+            let (weights, limits) = try parseQueues(queues, catalog: queue.catalog)
+            for (name, limit) in limits.sorted(by: { $0.key < $1.key }) where limit > concurrency {
+                logger.warning(
+                    "a queue's limit is above --concurrency, which bounds it",
+                    metadata: ["queue": "\(name)", "limit": "\(limit)", "concurrency": "\(concurrency)"])
+            }
+            FileDescriptors.raiseLimit(toServe: concurrency, logger: logger)
             let settings: WorkerSettings
             let mailer: SMTPMailer?
             do {
@@ -70,7 +79,8 @@ struct WorkCommand: AsyncParsableCommand {
             let worker = Worker(
                 queue: queue, registry: registry,
                 options: WorkerOptions(
-                    queues: weights, concurrency: concurrency, gracePeriod: .seconds(grace), upkeepLease: .seconds(upkeepLease)),
+                    queues: weights, concurrency: concurrency, queueLimits: limits, gracePeriod: .seconds(grace),
+                    upkeepLease: .seconds(upkeepLease)),
                 logger: logger)
             let group = ServiceGroup(
                 configuration: .init(services: [.init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -80,23 +90,39 @@ struct WorkCommand: AsyncParsableCommand {
     }
 }
 
-/// `ai:3,default` → weights; queues must exist in the catalog. Without the option: every queue, weighted by the
-/// highest priority among its kinds.
-func parseQueues(_ text: String?, catalog: JobCatalog) throws -> [(name: String, weight: Int)] {
+/// `ai:3=500,default` → weights and limits; queues must exist in the catalog. Without the option: every queue,
+/// weighted by the highest priority among its kinds, with no limit of its own.
+func parseQueues(_ text: String?, catalog: JobCatalog) throws -> (weights: [(name: String, weight: Int)], limits: [String: Int]) {
     guard let text, !text.isEmpty else {
-        return catalog.queues.map { queue in
+        let weights = catalog.queues.map { queue in
             (queue, catalog.kinds.values.filter { $0.queue == queue }.map(\.priority).max() ?? 1)
         }
+        return (weights, [:])
     }
-    return try text.split(separator: ",").map { item in
-        let parts = item.split(separator: ":", maxSplits: 1).map(String.init)
-        let name = parts[0].trimmingCharacters(in: .whitespaces)
+    var weights: [(name: String, weight: Int)] = []
+    var limits: [String: Int] = [:]
+    for item in text.split(separator: ",") {
+        let (head, limitText) = item.split(separator: "=", maxSplits: 1).map(String.init).splitFirst()
+        let parts = head.split(separator: ":", maxSplits: 1).map(String.init)
+        let name = parts.first?.trimmingCharacters(in: .whitespaces) ?? ""
         guard catalog.queues.contains(name) else {
             throw CLIError("unknown queue '\(name)' (queues in jobs/: \(catalog.queues.joined(separator: ", ")))", exitCode: 64)
         }
         guard parts.count == 1 || Int(parts[1]).map({ $0 >= 1 }) == true else {
             throw CLIError("queue weight must be a whole number >= 1, got '\(parts[1])'", exitCode: 64)
         }
-        return (name, parts.count == 2 ? Int(parts[1])! : 1)
+        if let limitText {
+            guard let limit = Int(limitText), limit >= 1 && limit <= 100_000 else {
+                throw CLIError("queue limit must be a whole number 1…100000, got '\(limitText)'", exitCode: 64)
+            }
+            limits[name] = limit
+        }
+        weights.append((name, parts.count == 2 ? Int(parts[1])! : 1))
     }
+    return (weights, limits)
+}
+
+extension Array where Element == String {
+    /// The first element and the second, if any (`a=b` split on `=`).
+    fileprivate func splitFirst() -> (String, String?) { (first ?? "", count > 1 ? self[1] : nil) }
 }
