@@ -29,7 +29,7 @@ public struct WorkerOptions: Sendable {
     public var consumer: String
 
     public init(
-        queues: [(name: String, weight: Int)], concurrency: Int = 10, queueLimits: [String: Int] = [:],
+        queues: [(name: String, weight: Int)], concurrency: Int = 100, queueLimits: [String: Int] = [:],
         gracePeriod: Duration = .seconds(25),
         blockTimeout: Duration = .seconds(2), promoteInterval: Duration = .milliseconds(200),
         reclaimInterval: Duration = .seconds(1), upkeepLease: Duration = .seconds(10), consumer: String? = nil

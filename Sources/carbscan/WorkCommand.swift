@@ -21,8 +21,10 @@ struct WorkCommand: AsyncParsableCommand {
     )
     var queues: String?
 
+    /// 100: two workers drained 50,000 noop jobs 2.2× as fast as at 10, and 200 added 12% more
+    /// (ops/bench/results/concurrency-2026-11-25.md); Postgres-bound jobs past the pool wait for a connection.
     @Option(help: "Jobs run at once in this process.")
-    var concurrency: Int = 10
+    var concurrency: Int = 100
 
     @Option(help: "Seconds in-flight jobs get to finish on SIGTERM before they are handed back.")
     var grace: Int = 25
