@@ -18,7 +18,12 @@ import Testing
     /// hard one; held to 400 by both, it says that 2,000 jobs at once may need more.
     @Test(arguments: [("-Sn", false), ("-n", true)])
     func theOpenFileLimitIsRaisedOrItsShortfallSaid(ulimit: String, warns: Bool) async throws {
-        let worker = try Self.start("ulimit \(ulimit) 400 && exec '\(CarbScanBinary.url.path)' work --queues default --concurrency 2000")
+        let worker = try CarbScanBinary.start(
+            ["work", "--queues", "default", "--concurrency", "2000"],
+            environment: [
+                "CARBSCAN_JOBS_DIR": Self.jobs, "CARBSCAN_PREFIX": "limits-\(UUID().uuidString.prefix(8))",
+                "REDIS_URL": TestServices.redisURL,
+            ], shell: "ulimit \(ulimit) 400")
         defer { worker.signal(SIGKILL) }
         #expect(try await eventually(timeout: .seconds(30)) { worker.output.contains("worker started") }, "\(worker.output)")
         let limits = try String(contentsOfFile: "/proc/\(worker.pid)/limits", encoding: .utf8)
@@ -28,26 +33,5 @@ import Testing
         #expect(worker.output.contains("the open-file limit is below") == warns, "\(worker.output)")
         worker.signal(SIGTERM)
         #expect(await worker.waitForExit(timeout: .seconds(10)) == 0)
-    }
-
-    /// `command` under bash, its output in a log file, with the test Redis and this repository's job files.
-    static func start(_ command: String) throws -> RunningProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", command]
-        var environment = ProcessInfo.processInfo.environment
-        environment["LOG_LEVEL"] = "info"
-        environment["CARBSCAN_JOBS_DIR"] = jobs
-        environment["CARBSCAN_PREFIX"] = "limits-\(UUID().uuidString.prefix(8))"
-        environment["REDIS_URL"] = TestServices.redisURL
-        process.environment = environment
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        return RunningProcess(process: process, log: log)
     }
 }

@@ -31,10 +31,9 @@ if [[ -z $bin ]]; then
     bin="$(swift build -c release --show-bin-path)/carbscan"
 fi
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no >"$work/redis.log" 2>&1 &
-pids+=($!)
-until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
+start_private_redis "$work"
+port=$private_redis_port
+pids+=("$private_redis_pid")
 export REDIS_URL="redis://127.0.0.1:$port/0" LOG_LEVEL=warning
 
 for run in $(seq "$runs"); do

@@ -25,7 +25,7 @@ ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh
 ulimit -n "$(ulimit -Hn)"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 log=$(mktemp)
 cleanup() { kill "${serve:-0}" 2>/dev/null || true; wait 2>/dev/null || true; rm -f "$log"; ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"; }
 trap cleanup EXIT

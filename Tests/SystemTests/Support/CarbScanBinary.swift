@@ -28,11 +28,17 @@ enum CarbScanBinary {
         return directory
     }
 
-    /// Starts `carbscan ARGS`; output goes to a log file the test can read.
-    static func start(_ arguments: [String], environment extra: [String: String]) throws -> RunningProcess {
+    /// Starts `carbscan ARGS`; output goes to a log file the test can read. `shell`: bash commands run first, in the
+    /// same process (`ulimit -n 400`), which then becomes the binary.
+    static func start(_ arguments: [String], environment extra: [String: String], shell: String? = nil) throws -> RunningProcess {
         let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
+        if let shell {
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", "\(shell) && exec \"$0\" \"$@\"", url.path] + arguments
+        } else {
+            process.executableURL = url
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["LOG_LEVEL"] = "info"
         for (key, value) in extra { environment[key] = value }
