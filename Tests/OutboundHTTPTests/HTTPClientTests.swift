@@ -139,7 +139,8 @@ struct HTTPClientTests {
             }
             #expect(error?.code == .timeout)
             #expect(error?.outcome == .retryable)
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // Without the per-request timeout the answer comes after 5 s; the bound leaves room for a loaded run.
+            #expect(ContinuousClock.now - started < .seconds(4))
         }
     }
 

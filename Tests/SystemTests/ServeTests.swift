@@ -60,11 +60,11 @@ import Testing
             let answer = try #require(health, "no answer; log: \(server.output)")
             #expect(answer.0 == 200)
             #expect(answer.1.contains(#""status":"healthy""#))
-            // Idle, it exits well under a second (its event subscriber used to hold it 4–6 s).
+            // Idle, it exits in about 0.01 s (its event subscriber used to hold it 4–6 s; the bound allows a loaded run).
             let signalled = ContinuousClock.now
             server.signal(SIGTERM)
             #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
-            #expect(ContinuousClock.now - signalled < .seconds(1), "exit took \(ContinuousClock.now - signalled)")
+            #expect(ContinuousClock.now - signalled < .seconds(3), "exit took \(ContinuousClock.now - signalled)")
             #expect(!server.output.contains(#""level":"error""#), "\(server.output)")
         }
     }
