@@ -34,6 +34,36 @@ import Testing
         #expect(job.scheduledFor == expected)
         #expect(job.payload == #"{"result":"tick"}"#)
     }
+
+    /// A daily midnight in Pacific/Kiritimati (UTC+14) is that zone's midnight, not UTC's: on its first run a
+    /// scheduler records the schedule's latest fire time as its baseline, and that is the zone's last midnight.
+    @Test func aSchedulesTimesAreInItsOwnZone() async throws {
+        let env = try TestEnvironment(kinds: [
+            "noop": TestEnvironment.noop + """
+
+                schedules:
+                  - { name: daily, cron: "0 0 * * *", timezone: Pacific/Kiritimati }
+                """
+        ])
+        defer { Task { await env.cleanUp() } }
+        let scheduler = CronScheduler(queue: env.queue, logger: env.logger)
+        let started = Date()
+        let task = Task { try await scheduler.run() }
+        defer { task.cancel() }
+        let cron = env.queue.keys("default").cron
+        var baseline: String?
+        #expect(
+            try await eventually {
+                baseline = try await env.redis.send(["HGET", cron, "noop:daily"]).string
+                return baseline != nil
+            })
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "Pacific/Kiritimati")!
+        let midnight = calendar.startOfDay(for: started)
+        #expect(
+            baseline == String(Int64(midnight.timeIntervalSince1970 * 1000)), "baseline \(baseline ?? "-"), zone's midnight \(midnight)")
+        #expect(try await env.stats().queued == 0, "a first run records its baseline; it fires nothing")
+    }
 }
 
 @Suite struct WeightTests {
