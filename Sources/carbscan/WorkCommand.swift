@@ -104,8 +104,9 @@ func parseQueues(_ text: String?, catalog: JobCatalog) throws -> (weights: [(nam
     var weights: [(name: String, weight: Int)] = []
     var limits: [String: Int] = [:]
     for item in text.split(separator: ",") {
-        let (head, limitText) = item.split(separator: "=", maxSplits: 1).map(String.init).splitFirst()
-        let parts = head.split(separator: ":", maxSplits: 1).map(String.init)
+        let sides = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let limitText = sides.count == 2 ? sides[1] : nil
+        let parts = sides[0].split(separator: ":", maxSplits: 1).map(String.init)
         let name = parts.first?.trimmingCharacters(in: .whitespaces) ?? ""
         guard catalog.queues.contains(name) else {
             throw CLIError("unknown queue '\(name)' (queues in jobs/: \(catalog.queues.joined(separator: ", ")))", exitCode: 64)
@@ -122,9 +123,4 @@ func parseQueues(_ text: String?, catalog: JobCatalog) throws -> (weights: [(nam
         weights.append((name, parts.count == 2 ? Int(parts[1])! : 1))
     }
     return (weights, limits)
-}
-
-extension Array where Element == String {
-    /// The first element and the second, if any (`a=b` split on `=`).
-    fileprivate func splitFirst() -> (String, String?) { (first ?? "", count > 1 ? self[1] : nil) }
 }

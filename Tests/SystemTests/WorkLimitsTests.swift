@@ -6,7 +6,7 @@ import Testing
 @Suite struct WorkLimitsTests {
     static let jobs = (try? CarbScanBinary.jobsDirectory().path) ?? "jobs"
 
-    @Test(arguments: ["default=0", "default=ten", "nosuch=3"])
+    @Test(arguments: ["default=0", "default=ten", "default=", "nosuch=3"])
     func aBadQueueLimitIsRefused(queues: String) async throws {
         let result = try await CarbScanBinary.run(
             ["work", "--queues", queues], environment: ["CARBSCAN_JOBS_DIR": Self.jobs], timeout: .seconds(20))
