@@ -83,7 +83,7 @@ import Testing
     /// Redis away for a few seconds: each of the worker's loops logs one line when it starts failing and one when
     /// it recovers (not one per try, per queue), and the worker takes jobs again within about a second.
     @Test func aRedisOutageIsLoggedOncePerLoopAndRecoveredFromWithinASecond() async throws {
-        let redis = try RedisConfiguration(url: TestEnvironment.redisURL)
+        let redis = try RedisConfiguration(url: TestServices.redisURL)
         let proxy = try await FaultProxy.start(to: redis.host, port: redis.port)
         defer { proxy.stop() }
         let lines = LogLines()

@@ -79,7 +79,7 @@ import Testing
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = [root.appendingPathComponent("ops/redis-script.sh").path] + arguments
         var environment = ProcessInfo.processInfo.environment
-        environment["REDIS_URL"] = TestEnvironment.redisURL
+        environment["REDIS_URL"] = TestServices.redisURL
         process.environment = environment
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("redis-script-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)

@@ -26,12 +26,12 @@ import Testing
             try await database.execute(
                 "INSERT INTO users (id, remaining_scans, scan_reset_date) VALUES ($1, 3, now() + interval '1 day')", [user])
 
-            let redis = try RedisClient(url: CarbScanBinary.redisURL)
+            let redis = try RedisClient(url: TestServices.redisURL)
             let prefix = "ai-workers-\(UUID().uuidString.prefix(8))"
             let jobs = try CarbScanBinary.jobsDirectory()
             let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
             let environment = [
-                "REDIS_URL": CarbScanBinary.redisURL, "DATABASE_URL": url, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path,
+                "REDIS_URL": TestServices.redisURL, "DATABASE_URL": url, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path,
                 "AI_BASE_URL": model.baseURL, "AI_API_KEY": "sk-test",
             ]
             var workers: [RunningProcess] = []

@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Redis
+import TestSupport
 import Testing
 
 /// The operator's commands, run as a process: output, exit codes, and refusals of bad input.
@@ -8,13 +9,13 @@ import Testing
     let prefix = "cli-\(UUID().uuidString.prefix(8))"
     var environment: [String: String] {
         [
-            "REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix,
+            "REDIS_URL": TestServices.redisURL, "CARBSCAN_PREFIX": prefix,
             "CARBSCAN_JOBS_DIR": CarbScanBinary.packageRoot.appendingPathComponent("jobs").path,
         ]
     }
 
     @Test func enqueuePrintsIdsAndShowAndStatsReportThem() async throws {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let redis = try RedisClient(url: TestServices.redisURL)
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let enqueued = try await CarbScanBinary.run(
             ["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": 1}"#, "--count", "3"], environment: environment)
@@ -42,7 +43,7 @@ import Testing
     }
 
     @Test func uniqueEnqueueReportsTheDuplicate() async throws {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let redis = try RedisClient(url: TestServices.redisURL)
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let first = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--unique", "k1"], environment: environment)
         let second = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--unique", "k1"], environment: environment)
@@ -88,7 +89,7 @@ import Testing
     }
 
     @Test func deadJobsAreListedRetriedAndDiscarded() async throws {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let redis = try RedisClient(url: TestServices.redisURL)
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let jobs = CarbScanBinary.packageRoot.appendingPathComponent("jobs").path
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs), options: QueueOptions(prefix: prefix))

@@ -19,10 +19,10 @@ import Testing
 
     /// A prefix of the test's own, the short-lease job files, the workers' environment and the queue as they see it.
     static func shortLeaseRun() throws -> (redis: RedisClient, prefix: String, environment: [String: String], queue: JobQueue) {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let redis = try RedisClient(url: TestServices.redisURL)
         let prefix = "chaos-\(UUID().uuidString.prefix(8))"
         let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
-        let environment = ["REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
+        let environment = ["REDIS_URL": TestServices.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
         return (redis, prefix, environment, queue)
     }
@@ -220,12 +220,12 @@ import Testing
     /// supervisor (this test) restarts. It is buried after its attempts with a reason that says so, and every other
     /// job, some of them lost with the crashed workers, still finishes once.
     @Test func aJobThatCrashesItsWorkerIsBuriedAndTheOthersFinish() async throws {
-        let redis = try RedisClient(url: CarbScanBinary.redisURL)
+        let redis = try RedisClient(url: TestServices.redisURL)
         let prefix = "poison-\(UUID().uuidString.prefix(8))"
         let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop.replacingOccurrences(of: "attempts: 5", with: "attempts: 2"))
         // No crash backtrace: symbolicating one keeps a crashed worker alive for seconds on a loaded machine.
         let environment = [
-            "REDIS_URL": CarbScanBinary.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path, "SWIFT_BACKTRACE": "enable=no",
+            "REDIS_URL": TestServices.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path, "SWIFT_BACKTRACE": "enable=no",
         ]
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
         let arguments = ["work", "--queues", "default", "--concurrency", "4"]

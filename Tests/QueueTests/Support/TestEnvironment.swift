@@ -12,8 +12,6 @@ struct TestEnvironment {
     let queue: JobQueue
     let prefix: String
 
-    static let redisURL = TestServices.redisURL
-
     /// The noop kind as tests need it: short leases, fast fixed retries, a permissive schema.
     static let noop = """
         queue: default
@@ -25,7 +23,7 @@ struct TestEnvironment {
         """
 
     init(
-        kinds: [String: String] = ["noop": Self.noop], options: QueueOptions? = nil, redisURL: String = Self.redisURL,
+        kinds: [String: String] = ["noop": Self.noop], options: QueueOptions? = nil, redisURL: String = TestServices.redisURL,
         name: String = #function
     ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")

@@ -5,10 +5,8 @@ import Testing
 
 /// The Redis the ops scripts started (`REDIS_URL`, as `ops/test.sh` exports it).
 enum TestRedis {
-    static let url = TestServices.redisURL
-
     static func client(poolSize: Int = 2, readTimeout: Duration = .seconds(5)) throws -> RedisClient {
-        var configuration = try RedisConfiguration(url: url)
+        var configuration = try RedisConfiguration(url: TestServices.redisURL)
         configuration.poolSize = poolSize
         configuration.readTimeout = readTimeout
         return RedisClient(configuration: configuration)

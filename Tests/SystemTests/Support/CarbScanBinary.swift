@@ -12,8 +12,6 @@ enum CarbScanBinary {
         return packageRoot.appendingPathComponent(".build/debug/carbscan")
     }
 
-    static let redisURL = TestServices.redisURL
-
     /// A jobs folder: the project's kind files, with `noop.yml` replaced when `noop` is given (e.g. short leases).
     static func jobsDirectory(noop: String? = nil) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")

@@ -2,12 +2,10 @@ import Foundation
 import Postgres
 import TestSupport
 
-let scratchDatabaseURL = TestServices.databaseURL
-
 /// Creates an empty database, runs `body` with its URL, drops it (processes still connected are cut off).
 func withScratchDatabase(_ body: (String) async throws -> Void) async throws {
     let name = "cli_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-    var configuration = try PostgresConfiguration(url: scratchDatabaseURL)
+    var configuration = try PostgresConfiguration(url: TestServices.databaseURL)
     configuration.poolSize = 1
     // CREATE DATABASE waits while another one copies the template: no statement timeout here.
     configuration.statementTimeout = nil
