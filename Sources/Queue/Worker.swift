@@ -146,7 +146,8 @@ public final class Worker: Service {
             let releases = slots.releases
             var room: [String: Int] = [:]
             for (name, limit) in options.queueLimits { room[name] = limit - inFlight.count(inQueue: name) }
-            let open = queueNames.filter { (room[$0] ?? 1) > 0 }
+            // Without limits (the default) every served queue is open: no filtering per fetch.
+            let open = room.isEmpty ? queueNames : queueNames.filter { (room[$0] ?? 1) > 0 }
             if open.isEmpty {
                 // Every queue is at its own limit: nothing to fetch until one of their jobs ends.
                 await slots.waitForRelease(after: releases)
