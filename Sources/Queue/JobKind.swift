@@ -19,9 +19,16 @@ public protocol JobKind: Sendable {
     /// with the kind's backoff. The task is cancelled when the kind's timeout passes or the worker shuts down.
     /// Returns the job's result (kept with the job for its retention), or nil.
     func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result?
+    /// Whether a job of the kind keeps a Postgres connection for most of its run (batches and sweeps that take
+    /// seconds), so that each one running holds a pool connection or waits for one: a worker warns when its queues
+    /// let more of them run at once than its pool has connections. Kinds that use Postgres for a statement or two
+    /// (around a slow call, as the AI kinds do) say false: they wait for a connection only briefly.
+    static var holdsDatabaseConnection: Bool { get }
 }
 
 extension JobKind {
+    public static var holdsDatabaseConnection: Bool { false }
+
     /// The kind's name, as its contract and `jobs/<name>.yml` spell it.
     public static var name: String { Contract.name }
 }
@@ -84,10 +91,13 @@ extension RedisError: DependencyOutage {}
 public struct JobRegistry: Sendable {
     public typealias Handler = @Sendable (_ payload: String, _ context: JobContext) async throws -> String?
     private(set) var handlers: [String: Handler] = [:]
+    /// The kinds whose jobs hold a Postgres connection while they run (``JobKind/holdsDatabaseConnection``).
+    public private(set) var databaseBoundKinds: Set<String> = []
 
     public init() {}
 
     public mutating func register<Kind: JobKind>(_ kind: Kind) {
+        if Kind.holdsDatabaseConnection { databaseBoundKinds.insert(Kind.name) }
         handlers[Kind.name] = { payload, context in
             let parameters: Kind.Parameters
             do {

@@ -112,10 +112,11 @@ extension JobQueue {
     /// `XREADGROUP`'s COUNT bounds each stream, not the read: COUNT n over k streams could deliver n·k entries, and a
     /// worker took up to its concurrency times its number of queues at once. Each stream is asked for an equal share
     /// (at least one), and what a read still delivers past `count` (only when fewer slots are free than queues are
-    /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted.
+    /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted. `limits` is read when the
+    /// reply comes, so a limit lowered during the wait already holds.
     public func waitForJobs(
         queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection, idle: Bool = true,
-        limits: [String: Int] = [:]
+        limits: @autoclosure () -> [String: Int] = [:]
     ) async throws -> [ReservedJob] {
         let streams = queues.map { keys($0).stream }
         let share = max(1, count / max(1, streams.count))
@@ -130,6 +131,7 @@ extension JobQueue {
         }
         var jobs: [ReservedJob] = []
         var room = count
+        let limits = limits()
         for streamReply in reply.array ?? [] {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })

@@ -58,6 +58,16 @@ final class Slots: Sendable {
         }
     }
 
+    /// Counts as a release for a fetcher waiting on every queue's limit: the limits changed, so it looks again.
+    func limitsChanged() {
+        let releaseWaiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.releases += 1
+            defer { state.releaseWaiter = nil }
+            return state.releaseWaiter
+        }
+        releaseWaiter?.resume()
+    }
+
     /// Wakes a waiting fetcher (at shutdown) as if a slot were free.
     func wake() {
         let (waiter, releaseWaiter) = state.withLock { state -> (CheckedContinuation<Int, Never>?, CheckedContinuation<Void, Never>?) in

@@ -60,6 +60,7 @@ public final class Worker: Service {
     let inFlight = InFlight()
     let outcomes = Batcher<JobOutcome>()
     private let stopping = Atomic<Bool>(false)
+    private let limits: Mutex<[String: Int]>
     private let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
     private let upkeepTask = Mutex<Task<Void, Never>?>(nil)
     /// After a stop, outcomes that cannot be recorded within the grace period and this are left to the leases.
@@ -71,6 +72,17 @@ public final class Worker: Service {
         self.options = options
         self.logger = logger
         self.slots = Slots(options.concurrency)
+        self.limits = Mutex(options.queueLimits)
+    }
+
+    /// Each queue's limit now: `options.queueLimits` until a reload of settings replaces them.
+    public var queueLimits: [String: Int] { limits.withLock { $0 } }
+
+    /// Replaces the queues' limits (a reload of settings). A lowered limit takes effect at the next fetch: no job of
+    /// that queue starts until fewer than the new limit run; running jobs are not interrupted.
+    public func setQueueLimits(_ newLimits: [String: Int]) {
+        limits.withLock { $0 = newLimits.mapValues { max(1, $0) } }
+        slots.limitsChanged()
     }
 
     var queueNames: [String] { options.queues.map(\.name) }
@@ -144,8 +156,7 @@ public final class Worker: Service {
             let want = min(free, 500)
             // Read before the rooms: a release after this point ends the wait below at once.
             let releases = slots.releases
-            var room: [String: Int] = [:]
-            for (name, limit) in options.queueLimits { room[name] = limit - inFlight.count(inQueue: name) }
+            let room = self.room()
             // Without limits (the default) every served queue is open: no filtering per fetch.
             let open = room.isEmpty ? queueNames : queueNames.filter { (room[$0] ?? 1) > 0 }
             if open.isEmpty {
@@ -165,7 +176,7 @@ public final class Worker: Service {
                 if jobs.isEmpty && !isStopping {
                     jobs = try await queue.waitForJobs(
                         queues: open, count: want, consumer: options.consumer, timeout: options.blockTimeout,
-                        connection: connection, idle: idle, limits: room)
+                        connection: connection, idle: idle, limits: self.room())
                 }
                 streak.succeeded(logger: logger)
             } catch {
@@ -180,6 +191,11 @@ public final class Worker: Service {
                 while !inFlight.isEmpty && !isStopping { try? await Task.sleep(for: .milliseconds(5)) }
             }
         }
+    }
+
+    /// How many more jobs each limited queue may start now.
+    private func room() -> [String: Int] {
+        queueLimits.reduce(into: [:]) { room, limit in room[limit.key] = limit.value - inFlight.count(inQueue: limit.key) }
     }
 
     /// Sleeps, but wakes within 50 ms of a stop: a SIGTERM is never kept waiting behind a retry's backoff.

@@ -11,6 +11,7 @@ import Store
 /// (hourly, so none waits long).
 package struct PhotoRetentionJob: JobKind {
     package typealias Contract = PhotoRetentionContract
+    package static let holdsDatabaseConnection = true
 
     let services: WorkerServices
     let batchSize: Int

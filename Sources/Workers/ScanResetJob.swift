@@ -13,6 +13,7 @@ import Store
 /// start, which is the guard every later run (and `ScanQuota`) checks.
 package struct ScanResetJob: JobKind {
     package typealias Contract = ScanResetContract
+    package static let holdsDatabaseConnection = true
 
     let services: WorkerServices
     let batchSize: Int

@@ -17,7 +17,7 @@ struct WorkCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Queues to serve, each with an optional weight and limit: ai:3=500,default (weight 3, at most 500 at once; default: every queue, weighted by the kinds' priorities, no limit but --concurrency)."
+            "Queues to serve, each with an optional weight and limit: ai:3=500,default (weight 3, at most 500 at once; default: every queue, weighted by the kinds' priorities, limited by their files' queue_limit and --concurrency)."
     )
     var queues: String?
 
@@ -25,6 +25,11 @@ struct WorkCommand: AsyncParsableCommand {
     /// (ops/bench/results/concurrency-2026-11-25.md); Postgres-bound jobs past the pool wait for a connection.
     @Option(help: "Jobs run at once in this process.")
     var concurrency: Int = 100
+
+    /// 16: with the default limits (maintenance queue_limit 4) no job that keeps a connection waits for one, and
+    /// two workers and the API stay well within Postgres's default max_connections of 100.
+    @Option(help: "Postgres connections of this process (opened on first use).")
+    var databasePool: Int = 16
 
     @Option(help: "Seconds in-flight jobs get to finish on SIGTERM before they are handed back.")
     var grace: Int = 25
@@ -37,6 +42,7 @@ struct WorkCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency >= 1 && concurrency <= 10_000 else { throw ValidationError("--concurrency must be 1…10000") }
+        guard databasePool >= 1 && databasePool <= 1000 else { throw ValidationError("--database-pool must be 1…1000") }
         guard grace >= 0 else { throw ValidationError("--grace must be >= 0") }
         guard upkeepLease >= 1 && upkeepLease <= 3600 else { throw ValidationError("--upkeep-lease must be 1…3600") }
     }
@@ -46,16 +52,11 @@ struct WorkCommand: AsyncParsableCommand {
         try await reportingErrors {
             let logger = Logger(label: "carbscan.worker")
             // Connections open on first use: a worker serving only Redis-side kinds never needs Postgres.
-            let database = try global.database(logger: logger, poolSize: min(concurrency, 16))
+            let database = try global.database(logger: logger, poolSize: databasePool)
             defer { database.shutdown() }
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
-            let (weights, limits) = try parseQueues(queues, catalog: queue.catalog)
-            for (name, limit) in limits.sorted(by: { $0.key < $1.key }) where limit > concurrency {
-                logger.warning(
-                    "a queue's limit is above --concurrency, which bounds it",
-                    metadata: ["queue": "\(name)", "limit": "\(limit)", "concurrency": "\(concurrency)"])
-            }
+            let (weights, overrides) = try parseQueues(queues, catalog: queue.catalog)
             FileDescriptors.raiseLimit(toServe: concurrency, logger: logger)
             let settings: WorkerSettings
             let mailer: SMTPMailer?
@@ -78,12 +79,23 @@ struct WorkCommand: AsyncParsableCommand {
             let probe = AIModelProbe(services: services)
             let servesAnalyses = weights.contains { $0.name == queue.catalog[AnalysisJob.name]?.queue }
             Task { if let report = await probe.run() { probe.log(report, servesAnalyses: servesAnalyses, logger: logger) } }
+            let served = weights.map(\.name)
+            let limits = QueueLimits(served: served, catalog: queue.catalog, overrides: overrides)
             let worker = Worker(
                 queue: queue, registry: registry,
                 options: WorkerOptions(
-                    queues: weights, concurrency: concurrency, queueLimits: limits, gracePeriod: .seconds(grace),
+                    queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
                     upkeepLease: .seconds(upkeepLease)),
                 logger: logger)
+            let reload = SettingsReload(
+                global: global, served: served, overrides: overrides, concurrency: concurrency, databasePool: databasePool,
+                databaseBoundKinds: registry.databaseBoundKinds, worker: worker, logger: logger)
+            reload.log(
+                limits.warnings(
+                    served: served, concurrency: concurrency, databasePool: databasePool, catalog: queue.catalog,
+                    databaseBoundKinds: registry.databaseBoundKinds))
+            let reloading = await reload.start()
+            defer { reloading.cancel() }
             let group = ServiceGroup(
                 configuration: .init(services: [.init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
@@ -93,7 +105,7 @@ struct WorkCommand: AsyncParsableCommand {
 }
 
 /// `ai:3=500,default` → weights and limits; queues must exist in the catalog. Without the option: every queue,
-/// weighted by the highest priority among its kinds, with no limit of its own.
+/// weighted by the highest priority among its kinds (limits then come from the files alone).
 func parseQueues(_ text: String?, catalog: JobCatalog) throws -> (weights: [(name: String, weight: Int)], limits: [String: Int]) {
     guard let text, !text.isEmpty else {
         let weights = catalog.queues.map { queue in

@@ -42,6 +42,17 @@ public struct JobCatalog: Sendable {
             }
             kinds[kindName] = spec
         }
+        // One queue, one limit: the second file (in name order) that says otherwise is the one reported.
+        var limits: [String: JobKindSpec] = [:]
+        for spec in kinds.values.sorted(by: { $0.file < $1.file }) {
+            guard let limit = spec.queueLimit else { continue }
+            if let first = limits[spec.queue], first.queueLimit != limit {
+                throw ConfigError(
+                    file: spec.file,
+                    reason: "queue_limit \(limit) for queue '\(spec.queue)' disagrees with \(first.queueLimit!) in \(first.file)")
+            }
+            limits[spec.queue] = limits[spec.queue] ?? spec
+        }
         return JobCatalog(kinds: Array(kinds.values))
     }
 
@@ -50,6 +61,14 @@ public struct JobCatalog: Sendable {
 
     /// Every queue some kind uses, sorted: what a worker that serves "all queues" listens on.
     public var queues: [String] { Set(kinds.values.map(\.queue)).sorted() }
+
+    /// Each queue's `queue_limit:` from its kinds' files (the smallest, for a catalog built in code with several).
+    public var queueLimits: [String: Int] {
+        kinds.values.reduce(into: [:]) { limits, spec in
+            guard let limit = spec.queueLimit else { return }
+            limits[spec.queue] = min(limit, limits[spec.queue] ?? limit)
+        }
+    }
 
     /// Checks a payload before it is enqueued; an unknown kind is a violation, not a crash.
     public func validatePayload(kind: String, payload: JSONValue) -> [SchemaViolation] {

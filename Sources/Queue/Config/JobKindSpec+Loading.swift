@@ -4,7 +4,7 @@ import Yams
 
 extension JobKindSpec {
     static let topLevelKeys = [
-        "queue", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
+        "queue", "queue_limit", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
         "schedules", "rate_limit", "payload",
     ]
 
@@ -36,6 +36,13 @@ extension JobKindSpec {
             guard Self.isValidQueueName(queue) else {
                 throw reader.error(entry.value, "queue", "'\(queue)' is not a valid queue name; use [a-z0-9_-]+")
             }
+        }
+        if let entry = entries["queue_limit"] {
+            let limit = try reader.int(entry.value, "queue_limit", expected: "an integer from 1 to \(Self.maximumQueueLimit)")
+            guard (1...Self.maximumQueueLimit).contains(limit) else {
+                throw reader.error(entry.value, "queue_limit", "must be from 1 to \(Self.maximumQueueLimit), got \(limit)")
+            }
+            queueLimit = limit
         }
         if let entry = entries["priority"] {
             priority = try reader.int(entry.value, "priority", expected: "an integer from 1 to 100")

@@ -5,6 +5,10 @@ public struct JobKindSpec: Sendable, Equatable {
     public var name: String
     /// The queue (Redis stream) the kind's jobs go to (`[a-z0-9_-]+`); workers subscribe per queue.
     public var queue: String
+    /// At most this many jobs of the queue run at once in one worker process (`queue_limit:`; a worker's
+    /// `--queues name=N` overrides it). Kinds sharing a queue that set it must agree. nil: only the worker's
+    /// concurrency bounds the queue.
+    public var queueLimit: Int?
     /// 1...100, higher runs first within a worker's queues.
     public var priority: Int
     /// How long a handler may run before the attempt is failed.
@@ -27,6 +31,7 @@ public struct JobKindSpec: Sendable, Equatable {
     public var file: String
 
     public static let defaultQueue = "default"
+    public static let maximumQueueLimit = 100_000
     public static let defaultPriority = 1
     public static let defaultTimeout: Duration = .seconds(30)
     public static let defaultVisibilityTimeout: Duration = .seconds(30)
@@ -37,6 +42,7 @@ public struct JobKindSpec: Sendable, Equatable {
     public init(
         name: String,
         queue: String = defaultQueue,
+        queueLimit: Int? = nil,
         priority: Int = defaultPriority,
         timeout: Duration = defaultTimeout,
         visibilityTimeout: Duration = defaultVisibilityTimeout,
@@ -51,6 +57,7 @@ public struct JobKindSpec: Sendable, Equatable {
     ) {
         self.name = name
         self.queue = queue
+        self.queueLimit = queueLimit
         self.priority = priority
         self.timeout = timeout
         self.visibilityTimeout = visibilityTimeout
