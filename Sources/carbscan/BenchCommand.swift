@@ -24,7 +24,9 @@ struct QueueBench: AsyncParsableCommand {
             a separate producer process bulk-enqueues 20,000 noop jobs whose handler INCRs a counter after the job;
             jobs/s from the first counted completion to the last (polled every 5 ms). pickup: 2,000 jobs at 200/s to
             idle workers, each carrying its enqueue time; latency measured when the job starts. CPU: utime+stime of the
-            worker processes over the process phase, per job. Uses its own key prefix; never touches other keys.
+            worker processes over the process phase, per job; Redis CPU: the server's used_cpu_sys + used_cpu_user over
+            the bulk-enqueue phase and over the process phase (producer included), per job. Uses its own key prefix;
+            never touches other keys.
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -81,17 +83,32 @@ struct QueueBench: AsyncParsableCommand {
         var results: [[String: Double]] = []
         for run in 1...runs {
             var r: [String: Double] = [:]
-            if figures.contains("bulk") { r["bulk_enqueue_per_s"] = try await bulkEnqueue(enqueueQueue) }
+            if figures.contains("bulk") {
+                let before = try await redisCPU(redis)
+                r["bulk_enqueue_per_s"] = try await bulkEnqueue(enqueueQueue)
+                r["redis_cpu_us_per_job_bulk_enqueue"] = (try await redisCPU(redis) - before) * 1e6 / Double(jobs)
+            }
             if figures.contains("single") {
-                r["single_enqueue_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 1)
+                // The physical limit of one awaited call at a time, measured around ours under the same conditions.
+                let before = try await lpushYardstick()
+                let single = try await singleEnqueue(enqueueQueue, inFlight: 1)
+                let after = try await lpushYardstick()
+                r["single_enqueue_per_s"] = single
+                if let before, let after {
+                    r["lpush_c1_p1_per_s"] = (before + after) / 2
+                    r["single_enqueue_share_of_lpush"] = single / ((before + after) / 2)
+                }
                 r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 64)
             }
             try await clear(prefix + "-enqueue", redis)
             if figures.contains("process") {
+                let before = try await redisCPU(redis)
                 let process = try await processBatch(
                     jobs, queue: queue, environment: environment, executable: executable, pids: processes.map(\.processIdentifier))
                 r["process_per_s"] = process.rate
                 r["worker_cpu_us_per_job"] = process.cpuMicrosPerJob
+                // Polling stops at the last job; the recording of its outcome may follow a moment later.
+                r["redis_cpu_us_per_job_process"] = (try await redisCPU(redis) - before) * 1e6 / Double(jobs)
             }
             if figures.contains("pickup") {
                 let latency = try await pickup(queue)
@@ -212,6 +229,40 @@ struct QueueBench: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw CLIError("workers did not start")
+    }
+
+    /// `redis-benchmark -c 1 -P 1 -t lpush` against the same Redis: LPUSHes/s, one awaited at a time (nil without
+    /// redis-benchmark).
+    private func lpushYardstick() async throws -> Double? {
+        let configuration = try RedisConfiguration(url: global.redisURL)
+        let candidates = ["/usr/bin/redis-benchmark", "/usr/local/bin/redis-benchmark"]
+        guard let path = candidates.first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        var arguments = ["-h", configuration.host, "-p", String(configuration.port), "-c", "1", "-P", "1", "-n", String(jobs)]
+        if let password = configuration.password { arguments += ["-a", password] }
+        process.arguments = arguments + ["-t", "lpush", "--csv"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            process.terminationHandler = { _ in done.resume() }
+            do { try process.run() } catch { done.resume() }
+        }
+        // `"LPUSH","36900.37",…`
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let line = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix("\"LPUSH") }
+        return line.flatMap { Double($0.split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
+    }
+
+    /// Seconds of CPU the Redis server has used, main and background threads (`INFO cpu`).
+    private func redisCPU(_ redis: RedisClient) async throws -> Double {
+        let info = try await redis.send(["INFO", "cpu"]).string ?? ""
+        return info.split(whereSeparator: \.isNewline).reduce(0) { total, line in
+            let parts = line.split(separator: ":")
+            guard parts.count == 2, parts[0] == "used_cpu_sys" || parts[0] == "used_cpu_user" else { return total }
+            return total + (Double(parts[1]) ?? 0)
+        }
     }
 
     private func clear(_ prefix: String, _ redis: RedisClient) async throws {

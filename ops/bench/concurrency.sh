@@ -4,7 +4,7 @@
 #   ops/bench/concurrency.sh [--jobs 50000] [--runs 3] [--levels "10 25 50 100 200"] [--bin PATH]
 # Per run: 2 workers start and settle, `carbscan jobs enqueue noop --count N` queues the jobs (the workers start on
 # them meanwhile), and the time from the enqueue's start to the last success (the queue's stats, polled every 20 ms) gives jobs/s; the levels alternate
-# within each run so the machine's drift hits all alike. Writes ops/bench/results/concurrency-<date>.md.
+# within each run so the machine's drift hits all alike. Writes ops/bench/results/concurrency-<date>[-BENCH_TAG].md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 jobs=50000 runs=3 levels="10 25 50 100 200" bin=""
@@ -57,7 +57,7 @@ for run in $(seq "$runs"); do
     done
 done
 
-report=ops/bench/results/concurrency-$(date +%F).md
+report=ops/bench/results/concurrency-$(date +%F)${BENCH_TAG:+-$BENCH_TAG}.md
 python3 - "$work/results" "$jobs" "$runs" >"$report" <<'PY'
 import statistics, subprocess, sys
 rows = [line.split() for line in open(sys.argv[1])]

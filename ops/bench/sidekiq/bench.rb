@@ -25,6 +25,9 @@
 #     bench:latency; nearest-rank p50 / p99, and max.
 #   worker_cpu_us_per_job  sum over both workers of utime+stime (/proc/PID/stat,
 #     / CLK_TCK) at t_last minus just before the process-phase enqueue, / 20,000.
+#   redis_cpu_us_per_job_*  the Redis server's used_cpu_sys + used_cpu_user (INFO cpu)
+#     over the bulk-enqueue phase, and over the process phase (the producer's
+#     enqueue, the fetches, the acks and the done counter), / 20,000.
 # With --runs N each figure is the median over the runs; per-run values in "runs".
 # Workers are started once per invocation, checked ready (both in Sidekiq's
 # process set), warmed up with 1,000 no-op jobs, and reused by every run.
@@ -74,6 +77,12 @@ abort("--runs must be >= 1") if opts[:runs] < 1
 def mono = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
 def redis(&blk) = Sidekiq.redis(&blk)
+
+# Seconds of CPU the Redis server has used (main thread and background threads), from INFO cpu.
+def redis_cpu
+  info = redis { |c| c.info("cpu") }
+  info["used_cpu_sys"].to_f + info["used_cpu_user"].to_f
+end
 
 def cpu_ticks(pid)
   fields = File.read("/proc/#{pid}/stat").split(") ", 2)[1].split
@@ -202,6 +211,7 @@ def process_phase
   stat_steps = [] # (for the log) how Sidekiq's own processed counter moves meanwhile
   target = baseline + N_JOBS
   cpu0 = $workers.sum { |p| cpu_ticks(p) }
+  redis0 = redis_cpu
   producer = fork_producer(N_JOBS)
   t_first = t_last = nil
   deadline = mono + 300
@@ -223,12 +233,14 @@ def process_phase
     sleep(next_poll - now)
   end
   cpu1 = $workers.sum { |p| cpu_ticks(p) }
+  redis1 = redis_cpu
   _, st = Process.waitpid2(producer)
   raise "producer exited with #{st.exitstatus}" unless st.success?
   poller.close
   {
     rate: N_JOBS / (t_last - t_first),
     cpu_us: (cpu1 - cpu0) * 1_000_000.0 / CLK_TCK / N_JOBS,
+    redis_cpu_us: (redis1 - redis0) * 1_000_000.0 / N_JOBS,
     elapsed: t_last - t_first,
     stat_steps: stat_steps,
   }
@@ -276,7 +288,9 @@ begin
 
   runs = []
   opts[:runs].times do |r|
+    redis0 = redis_cpu
     bulk = bulk_enqueue
+    bulk_redis_us = (redis_cpu - redis0) * 1_000_000.0 / N_JOBS
     log format("run %d: bulk enqueue %.0f jobs/s", r + 1, bulk)
     single = single_enqueue
     log format("run %d: single enqueue %.0f jobs/s", r + 1, single)
@@ -293,6 +307,8 @@ begin
       "pickup_p99_ms" => lat[:p99].round(3),
       "pickup_max_ms" => lat[:max].round(3),
       "worker_cpu_us_per_job" => pr[:cpu_us].round(1),
+      "redis_cpu_us_per_job_bulk_enqueue" => bulk_redis_us.round(1),
+      "redis_cpu_us_per_job_process" => pr[:redis_cpu_us].round(1),
     }
   end
 
