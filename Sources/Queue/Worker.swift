@@ -28,8 +28,11 @@ public struct WorkerOptions: Sendable {
     /// The consumer name in Redis: host, pid and a random suffix.
     public var consumer: String
 
+    /// `carbscan work`'s default: see `WorkCommand.concurrency` for the measurement behind it.
+    public static let defaultConcurrency = 1000
+
     public init(
-        queues: [(name: String, weight: Int)], concurrency: Int = 100, queueLimits: [String: Int] = [:],
+        queues: [(name: String, weight: Int)], concurrency: Int = defaultConcurrency, queueLimits: [String: Int] = [:],
         gracePeriod: Duration = .seconds(25),
         blockTimeout: Duration = .seconds(2), promoteInterval: Duration = .milliseconds(200),
         reclaimInterval: Duration = .seconds(1), upkeepLease: Duration = .seconds(10), consumer: String? = nil

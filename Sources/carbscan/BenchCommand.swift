@@ -33,7 +33,7 @@ struct QueueBench: AsyncParsableCommand {
     @Option(help: "Jobs per enqueue/process measurement.") var jobs: Int = 20_000
     @Option(help: "Runs; figures are medians.") var runs: Int = 3
     @Option(help: "Worker processes.") var workers: Int = 2
-    @Option(help: "Concurrency per worker process.") var concurrency: Int = 100
+    @Option(help: "Concurrency per worker process (default: `carbscan work`'s).") var concurrency: Int = WorkerOptions.defaultConcurrency
     @Option(help: "Pickup-latency jobs.") var pickupJobs: Int = 2_000
     @Option(help: "Pickup-latency send rate (jobs/s).") var pickupRate: Double = 200
     @Option(help: "Figures to measure, comma-separated: bulk, single, process, pickup (for profiling one of them).")
