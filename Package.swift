@@ -179,7 +179,8 @@ let package = Package(
             dependencies: [
                 "OutboundHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            exclude: ["Support/h2_peer.py"]
         ),
         .testTarget(
             name: "APITests",

@@ -24,6 +24,12 @@ if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
     python3 -m pip install -q aiosmtpd
 fi
 
+# The client tests' HTTP/2 server and the in-flight benchmark's (a real one, from PyPI).
+if ! python3 -c 'import hypercorn' 2>/dev/null; then
+    echo "install.sh: installing hypercorn (PyPI)"
+    python3 -m pip install -q 'hypercorn>=0.17,<1'
+fi
+
 # The API contract fuzzer (ops/contract.sh), from PyPI.
 if ! python3 -c 'import schemathesis' 2>/dev/null; then
     echo "install.sh: installing schemathesis (PyPI)"

@@ -8,6 +8,8 @@ struct PendingRequest: Sendable {
     var id: UInt64
     var request: HTTPRequest
     var host: String
+    /// An `https` URL: the only kind that may be carried over HTTP/2.
+    var tls: Bool
     var connectTimeout: Duration?
     var totalTimeout: Duration?
     var continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>
@@ -47,6 +49,14 @@ final class CurlMultiThread: Sendable {
     init(name: String, options: HTTPClientOptions, logger: Logger) {
         precondition(curlGlobalInit, "curl_global_init failed")
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
+        // HTTP/2 requests to one host share a connection as concurrent streams (PIPEWAIT on each transfer makes a
+        // new one wait for a connection being set up rather than open its own). CURLMOPT_MAXCONNECTS stays at
+        // libcurl's default, 4 × the transfers added: the cache counts busy connections too, so a fixed size below
+        // the connections in use would close each HTTP/1.1 connection as its transfer ends, a new TCP (and TLS)
+        // handshake per request under load.
+        _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.maxConnectionsPerHost)
+        _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, options.maxStreamsPerConnection)
         self.multi = MultiHandle(pointer: multi)
         self.options = options
         self.logger = logger
@@ -56,7 +66,7 @@ final class CurlMultiThread: Sendable {
     }
 
     func submit(
-        _ request: HTTPRequest, host: String, connectTimeout: Duration?, totalTimeout: Duration?
+        _ request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?
     ) async -> Result<HTTPResponse, HTTPClientError> {
         let id = state.withLock { state in
             state.lastID += 1
@@ -65,7 +75,7 @@ final class CurlMultiThread: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let pending = PendingRequest(
-                    id: id, request: request, host: host, connectTimeout: connectTimeout, totalTimeout: totalTimeout,
+                    id: id, request: request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout,
                     continuation: continuation)
                 // Checked under the lock the cancellation handler takes: a cancellation either sees this request queued or
                 // happened before, and then `Task.isCancelled` is already true here.

@@ -1,10 +1,12 @@
 import CCurl
 import Logging
 
-/// An HTTP/1.1 client over libcurl's multi interface: one multi handle per client, driven by one dedicated OS
-/// thread, so any number of concurrent requests cost one thread and reuse keep-alive connections.
+/// An HTTP client over libcurl's multi interface: one multi handle per client, driven by one dedicated OS thread, so
+/// any number of concurrent requests cost one thread. HTTPS speaks HTTP/2 where the server offers it (ALPN), and
+/// concurrent requests to one host then share a connection as streams; cleartext speaks HTTP/1.1, one request per
+/// connection at a time, connections kept alive and reused.
 ///
-/// TLS peers are verified against the system CA bundle; redirects are returned, not followed; proxies come from the
+/// TLS peers are verified against the system CA bundle (or ``HTTPClientOptions/caBundlePath``); redirects are returned, not followed; proxies come from the
 /// usual `http_proxy`/`https_proxy`/`no_proxy` environment variables, as libcurl reads them. Make one client per
 /// process (or per set of options) and call ``shutdown()`` when done; dropping the last reference shuts it down too.
 package final class HTTPClient: Sendable {
@@ -29,8 +31,8 @@ package final class HTTPClient: Sendable {
     package func send(
         _ request: HTTPRequest, connectTimeout: Duration? = nil, totalTimeout: Duration? = nil
     ) async throws(HTTPClientError) -> HTTPResponse {
-        let host = try Self.host(of: request)
-        return try await thread.submit(request, host: host, connectTimeout: connectTimeout, totalTimeout: totalTimeout).get()
+        let (host, tls) = try Self.target(of: request)
+        return try await thread.submit(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout).get()
     }
 
     /// Fails in-flight and queued requests with ``HTTPClientError/Code/shutdown``, refuses new ones, and stops the
@@ -39,8 +41,9 @@ package final class HTTPClient: Sendable {
         thread.shutdown()
     }
 
-    /// The URL's host, checked with libcurl's own parser so a bad URL fails before it reaches the thread.
-    private static func host(of request: HTTPRequest) throws(HTTPClientError) -> String {
+    /// The URL's host and whether it is `https`, checked with libcurl's own parser so a bad URL fails before it
+    /// reaches the thread.
+    private static func target(of request: HTTPRequest) throws(HTTPClientError) -> (host: String, tls: Bool) {
         let method = request.method.rawValue
         guard let url = curl_url() else { throw HTTPClientError(.transport, "\(method): curl_url failed") }
         defer { curl_url_cleanup(url) }
@@ -56,7 +59,7 @@ package final class HTTPClient: Sendable {
         guard let host = part(CURLUPART_HOST, of: url), !host.isEmpty else {
             throw HTTPClientError(.invalidURL, "\(method): URL has no host")
         }
-        return host
+        return (host, scheme == "https")
     }
 
     private static func part(_ part: CURLUPart, of url: OpaquePointer) -> String? {

@@ -48,10 +48,17 @@ final class Transfer {
         try set(CURLOPT_USERAGENT, string: options.userAgent)
         try set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
         try set(CURLOPT_NOSIGNAL, 1)
-        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        // HTTP/2 when TLS's ALPN offers it, HTTP/1.1 otherwise and always over cleartext (no h2c upgrade attempt).
+        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // While the first connection to a host is being set up, wait for it (it may carry this request as another
+        // HTTP/2 stream) instead of opening one more. HTTPS only: ALPN settles the question at the handshake, but a
+        // cleartext host stays "unknown" to libcurl until its first response arrives, and every other request to it
+        // would wait that long.
+        if pending.tls { try set(CURLOPT_PIPEWAIT, 1) }
         try set(CURLOPT_FOLLOWLOCATION, 0)
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
+        if let caBundlePath = options.caBundlePath { try set(CURLOPT_CAINFO, string: caBundlePath) }
         try set(CURLOPT_CONNECTTIMEOUT_MS, (pending.connectTimeout ?? options.connectTimeout).curlMilliseconds)
         try set(CURLOPT_TIMEOUT_MS, (pending.totalTimeout ?? options.totalTimeout).curlMilliseconds)
 

@@ -1,0 +1,103 @@
+import Foundation
+import OutboundHTTP
+import Testing
+
+/// How requests map onto connections: HTTP/2 over TLS multiplexed on few connections, cleartext on HTTP/1.1, the
+/// per-host connection cap, and trust in a private CA. Against a real HTTP/2 server (``H2Peer``).
+struct HTTPClientConnectionTests {
+    /// Sends `count` concurrent GETs of `url` and returns what the peer said about each.
+    private func concurrentInfo(_ client: HTTPClient, count: Int, url: String) async throws -> [H2Peer.Info] {
+        try await withThrowingTaskGroup(of: H2Peer.Info.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    let response = try await client.send(HTTPRequest(url: url))
+                    try #require(response.status == 200)
+                    return try H2Peer.decode(H2Peer.Info.self, from: response)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test func aBurstOfHTTPSRequestsToANewHostSharesOneHTTP2Connection() async throws {
+        let peer = try await H2Peer.start(maxStreams: 100)
+        let client = HTTPClient(options: .init(caBundlePath: peer.caBundlePath))
+        defer { client.shutdown() }
+        // All 100 are handed over before any connection is up: each would open its own but for PIPEWAIT. (Past
+        // 100, libcurl 7.88 opens more before the server's SETTINGS arrive, up to maxConnectionsPerHost.)
+        let answers = try await concurrentInfo(client, count: 100, url: peer.tlsURL("/info?ms=500"))
+        #expect(answers.count == 100)
+        #expect(answers.allSatisfy { $0.httpVersion == "2" })
+        #expect(Set(answers.map(\.clientPort)).count == 1)
+        // Multiplexed, not taken one after another.
+        #expect(try await peer.stats(client).maxInFlight == 100)
+    }
+
+    @Test func anHTTP2ConnectionCarriesAsManyStreamsAsBothSidesAllow() async throws {
+        let peer = try await H2Peer.start(maxStreams: 200)
+        let client = HTTPClient(options: .init(maxStreamsPerConnection: 200, caBundlePath: peer.caBundlePath))
+        defer { client.shutdown() }
+        let first = try await client.send(HTTPRequest(url: peer.tlsURL("/info")))
+        let answers = try await concurrentInfo(client, count: 200, url: peer.tlsURL("/info?ms=500"))
+        #expect(answers.allSatisfy { $0.httpVersion == "2" })
+        // libcurl's own default, 100 streams, would have opened a second connection.
+        #expect(Set(answers.map(\.clientPort)) == [try H2Peer.decode(H2Peer.Info.self, from: first).clientPort])
+        #expect(try await peer.stats(client).maxInFlight == 200)
+    }
+
+    @Test func pastTheServersStreamLimitHTTP2OpensNoMoreConnectionsThanThePerHostCap() async throws {
+        let peer = try await H2Peer.start(maxStreams: 100)
+        let client = HTTPClient(options: .init(maxConnectionsPerHost: 2, caBundlePath: peer.caBundlePath))
+        defer { client.shutdown() }
+        let answers = try await concurrentInfo(client, count: 250, url: peer.tlsURL("/info?ms=500"))
+        #expect(answers.count == 250)
+        #expect(answers.allSatisfy { $0.httpVersion == "2" })
+        #expect(Set(answers.map(\.clientPort)).count == 2)
+        #expect(try await peer.stats(client).maxInFlight == 200)
+    }
+
+    @Test func cleartextRequestsStayOnHTTP1() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient()
+        defer { client.shutdown() }
+        // The peer would take an h2c upgrade; a local model server (llama.cpp) speaks HTTP/1.1 only.
+        let response = try await client.send(HTTPRequest(url: peer.clearURL("/info")))
+        #expect(try H2Peer.decode(H2Peer.Info.self, from: response).httpVersion == "1.1")
+    }
+
+    @Test func concurrentCleartextRequestsDoNotWaitForTheFirstResponse() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient()
+        defer { client.shutdown() }
+        // Had they waited to learn whether the first connection multiplexes, the peer would see one, then nine.
+        let answers = try await concurrentInfo(client, count: 10, url: peer.clearURL("/info?ms=1000"))
+        #expect(Set(answers.map(\.clientPort)).count == 10)
+        #expect(try await peer.stats(client).maxInFlight == 10)
+    }
+
+    @Test func maxConnectionsPerHostCapsHTTP1Connections() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient(options: .init(maxConnectionsPerHost: 4))
+        defer { client.shutdown() }
+        let answers = try await concurrentInfo(client, count: 40, url: peer.clearURL("/info?ms=200"))
+        #expect(answers.count == 40)
+        #expect(answers.allSatisfy { $0.httpVersion == "1.1" })
+        // Four connections, each reused by the requests that waited for it.
+        #expect(Set(answers.map(\.clientPort)).count == 4)
+        #expect(try await peer.stats(client).maxInFlight == 4)
+    }
+
+    @Test func aPrivateCAIsTrustedOnlyThroughTheCABundleOption() async throws {
+        let peer = try await H2Peer.start()
+        let systemTrust = HTTPClient()
+        defer { systemTrust.shutdown() }
+        let error = await expectClientError { () throws(HTTPClientError) in
+            try await systemTrust.send(HTTPRequest(url: peer.tlsURL("/info")))
+        }
+        #expect(error?.code == .tls)
+
+        let privateTrust = HTTPClient(options: .init(caBundlePath: peer.caBundlePath))
+        defer { privateTrust.shutdown() }
+        #expect(try await privateTrust.send(HTTPRequest(url: peer.tlsURL("/info"))).status == 200)
+    }
+}

@@ -1,0 +1,76 @@
+"""A real HTTP/2 server for the client tests (Hypercorn, from PyPI): HTTPS with ALPN offering h2 and http/1.1, as the
+OpenAI API does, on one port, and cleartext HTTP/1.1 (like a local llama.cpp server) on another, both serving one app.
+
+Usage: python3 h2_peer.py CERT KEY MAX_STREAMS
+Prints "ports TLS_PORT CLEAR_PORT" once both listen. MAX_STREAMS is the SETTINGS_MAX_CONCURRENT_STREAMS it sends.
+  GET /info?ms=N  waits N ms, then answers JSON: the request's HTTP version ("2", "1.1") and the client's TCP port,
+                  which tells the connection that carried it.
+  GET /stats      JSON: the most /info requests in flight at once, and every client port /info saw.
+"""
+import asyncio
+import json
+import socket
+import sys
+from urllib.parse import parse_qs
+
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+in_flight = 0
+max_in_flight = 0
+ports = set()
+
+
+async def app(scope, receive, send):
+    global in_flight, max_in_flight
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    if scope["path"] == "/info":
+        query = parse_qs(scope["query_string"].decode())
+        in_flight += 1
+        max_in_flight = max(max_in_flight, in_flight)
+        ports.add(scope["client"][1])
+        try:
+            await asyncio.sleep(int(query.get("ms", ["0"])[0]) / 1000)
+        finally:
+            in_flight -= 1
+        body = {"http_version": scope["http_version"], "client_port": scope["client"][1]}
+    elif scope["path"] == "/stats":
+        body = {"max_in_flight": max_in_flight, "ports": sorted(ports)}
+    else:
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def listening_socket():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)  # before the ports are printed, so a client connecting at once is not refused
+    return sock.getsockname()[1], sock.detach()
+
+
+if __name__ == "__main__":
+    certificate, key, max_streams = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    tls_port, tls_fd = listening_socket()
+    clear_port, clear_fd = listening_socket()
+    config = Config()
+    config.certfile, config.keyfile = certificate, key
+    config.bind = [f"fd://{tls_fd}"]
+    config.insecure_bind = [f"fd://{clear_fd}"]
+    config.h2_max_concurrent_streams = max_streams
+    config.backlog = 1024
+    config.accesslog = None
+    config.errorlog = None
+    print(f"ports {tls_port} {clear_port}", flush=True)
+    asyncio.run(serve(app, config))
