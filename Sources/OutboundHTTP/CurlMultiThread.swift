@@ -1,4 +1,5 @@
 import CCurl
+import Durations
 import Foundation
 import Logging
 import Synchronization
@@ -40,6 +41,7 @@ final class CurlMultiThread: Sendable {
 
     private static let shutDown = "the HTTP client was shut down"
     private static let cancelled = "cancelled"
+    private static let queuedTooLong = "the total timeout passed while waiting for a connection"
 
     private let state = Mutex(State())
     private let multi: MultiHandle
@@ -167,8 +169,25 @@ final class CurlMultiThread: Sendable {
                 handles.removeValue(forKey: transfer.id)
                 finish(transfer, transfer.result(code))
             }
+
+            // libcurl (7.88) checks a transfer's total timeout only once the transfer has a connection: one queued
+            // behind maxConnectionsPerHost (or waiting to multiplex) would fail only when a connection frees up, however
+            // late. Still here a little past its deadline, a transfer is such a one; the margin leaves every other
+            // timeout to libcurl.
+            let now = ContinuousClock.now
+            var wake = now + .seconds(10)
+            var overdue: [Transfer] = []
+            for transfer in transfers.values {
+                let due = transfer.deadline + .milliseconds(20)
+                if due <= now { overdue.append(transfer) } else { wake = min(wake, due) }
+            }
+            for transfer in overdue {
+                transfers.removeValue(forKey: transfer.easy)
+                handles.removeValue(forKey: transfer.id)
+                finish(transfer, .failure(HTTPClientError(.timeout, transfer.method, transfer.host, Self.queuedTooLong)))
+            }
             // Returns early on curl_multi_wakeup, socket activity or libcurl's next timeout, whichever comes first.
-            _ = curl_multi_poll(multi.pointer, nil, 0, 10_000, nil)
+            _ = curl_multi_poll(multi.pointer, nil, 0, Int32(max(1, (wake - now).millisecondsRoundedUp)), nil)
         }
         curl_multi_cleanup(multi.pointer)
     }

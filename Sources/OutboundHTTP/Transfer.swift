@@ -9,6 +9,8 @@ final class Transfer {
     let method: HTTPRequest.Method
     let host: String
     let started = ContinuousClock.now
+    /// When the total timeout passes.
+    let deadline: ContinuousClock.Instant
     private(set) var continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>?
     let easy: UnsafeMutableRawPointer
     private let maxResponseBytes: Int
@@ -31,6 +33,7 @@ final class Transfer {
         self.continuation = pending.continuation
         self.easy = easy
         self.maxResponseBytes = options.maxResponseBytes
+        self.deadline = started + (pending.totalTimeout ?? options.totalTimeout)
         errorBuffer.initialize(to: 0)
         do {
             try configure(pending, options: options)

@@ -75,6 +75,26 @@ struct HTTPClientConnectionTests {
         #expect(try await peer.stats(client).maxInFlight == 10)
     }
 
+    @Test func aRequestQueuedForAConnectionTimesOutOnItsOwnDeadline() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient(options: .init(maxConnectionsPerHost: 1))
+        defer { client.shutdown() }
+        let slow = HTTPRequest(url: peer.clearURL("/info?ms=4000"))
+        let first = Task { try await client.send(slow) }
+        // Asked on a client of its own: this one's single connection is taken.
+        let observer = HTTPClient()
+        defer { observer.shutdown() }
+        for _ in 0..<250 where try await peer.stats(observer).maxInFlight == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        let queuedAt = ContinuousClock.now
+        let error = await expectClientError { () throws(HTTPClientError) in
+            try await client.send(HTTPRequest(url: peer.clearURL("/info")), totalTimeout: .seconds(1))
+        }
+        #expect(error?.code == .timeout)
+        // Not when the connection frees up, 3 s later (libcurl's own check); a loaded run needs ~0.5 s more.
+        #expect(ContinuousClock.now - queuedAt < .milliseconds(2500))
+        #expect(try await first.value.status == 200)
+    }
+
     @Test func maxConnectionsPerHostCapsHTTP1Connections() async throws {
         let peer = try await H2Peer.start()
         let client = HTTPClient(options: .init(maxConnectionsPerHost: 4))
