@@ -11,7 +11,8 @@ import Redis
 /// Sidekiq, so the two compare on one machine and one Redis.
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmarks.", subcommands: [QueueBench.self, JobMemoryBench.self, HelloServer.self])
+        commandName: "bench", abstract: "Benchmarks.",
+        subcommands: [QueueBench.self, JobMemoryBench.self, HTTPInflightBench.self, HelloServer.self])
 }
 
 struct QueueBench: AsyncParsableCommand {
