@@ -5,7 +5,8 @@ import OutboundHTTP
 /// offering h2 and http/1.1, as the OpenAI API does, and cleartext HTTP/1.1 on another. Its certificate is issued by
 /// a CA made for this peer alone (`caBundlePath`), so a client trusts it only through ``HTTPClientOptions/caBundlePath``.
 ///
-/// - `/info?ms=`: answers after `ms` with JSON naming the HTTP version and the client's port (its connection).
+/// - `/info?ms=&until=`: answers once `until` requests have been in flight together (at most 20 s) and `ms` more
+///   have passed, with JSON naming the HTTP version and the client's port (its connection).
 /// - `/stats`: the most `/info` requests in flight at once and every client port `/info` saw.
 final class H2Peer {
     struct Info: Decodable {

@@ -3,8 +3,8 @@ OpenAI API does, on one port, and cleartext HTTP/1.1 (like a local llama.cpp ser
 
 Usage: python3 h2_peer.py CERT KEY MAX_STREAMS
 Prints "ports TLS_PORT CLEAR_PORT" once both listen. MAX_STREAMS is the SETTINGS_MAX_CONCURRENT_STREAMS it sends.
-  GET /info?ms=N  waits N ms, then answers JSON: the request's HTTP version ("2", "1.1") and the client's TCP port,
-                  which tells the connection that carried it.
+  GET /info?ms=N&until=K  waits until K requests are in flight, once (at most 20 s), then N ms, then answers JSON: the
+                  request's HTTP version ("2", "1.1") and the client's TCP port, which tells the connection that carried it.
   GET /stats      JSON: the most /info requests in flight at once, and every client port /info saw.
 """
 import asyncio
@@ -19,6 +19,7 @@ from hypercorn.config import Config
 in_flight = 0
 max_in_flight = 0
 ports = set()
+reached = set()  # the `until` barriers already met: later requests pass them
 
 
 async def app(scope, receive, send):
@@ -37,6 +38,12 @@ async def app(scope, receive, send):
         max_in_flight = max(max_in_flight, in_flight)
         ports.add(scope["client"][1])
         try:
+            # A barrier, so a loaded machine that starts requests slowly still sees them all in flight at once.
+            until, waited = int(query.get("until", ["0"])[0]), 0
+            while until not in reached and in_flight < until and waited < 2000:
+                await asyncio.sleep(0.01)
+                waited += 1
+            reached.add(until)
             await asyncio.sleep(int(query.get("ms", ["0"])[0]) / 1000)
         finally:
             in_flight -= 1
