@@ -9,6 +9,7 @@ Prints "ports TLS_PORT CLEAR_PORT" once both listen. MAX_STREAMS is the SETTINGS
 """
 import asyncio
 import json
+import os
 import socket
 import sys
 from urllib.parse import parse_qs
@@ -80,4 +81,16 @@ if __name__ == "__main__":
     config.accesslog = None
     config.errorlog = None
     print(f"ports {tls_port} {clear_port}", flush=True)
-    asyncio.run(serve(app, config))
+    parent = os.getppid()
+
+    async def main():
+        # A test process that dies (killed, crashed) never stops its peer: the peer stops when it is orphaned.
+        server = asyncio.ensure_future(serve(app, config))
+        while not server.done() and os.getppid() == parent:
+            await asyncio.sleep(0.5)
+        server.cancel()
+
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        pass
