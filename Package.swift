@@ -151,6 +151,17 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // ops/bench/slow-provider.sh's slow OpenAI-compatible model and job seeding: a benchmark tool, not in the product.
+        .executableTarget(
+            name: "slow-provider",
+            dependencies: [
+                "Queue", "JSON", "JobContracts", "Redis", "Postgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "ops/bench/slow-provider"
+        ),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
