@@ -151,12 +151,11 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
-        // ops/bench/slow-provider.sh's slow OpenAI-compatible model and job seeding: a benchmark tool, not in the product.
+        // ops/bench/slow-provider.sh's seeding of users, photos, reservations and jobs: a benchmark tool, not in the product.
         .executableTarget(
             name: "slow-provider",
             dependencies: [
                 "Queue", "JSON", "JobContracts", "Redis", "Postgres",
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Slow-provider benchmark: carbscan's chat and analysis kinds against a local OpenAI-compatible model that answers
 # every request after a fixed delay, against Sidekiq 6.4 running the same shape of job (one Net::HTTP POST to the
-# same model). One worker process of carbscan at a time; the AI rate limit raised out of the way in a copy of jobs/.
+# same model). The model is ops/bench/slow_model.py. One carbscan worker process at a time; the AI rate limit raised
+# out of the way in a copy of jobs/.
 #   ops/bench/slow-provider.sh [--runs 3] [--delays "1000 5000"] [--kinds "chat analysis"] [--jobs 20000]
 #                              [--carbscan "100 10000"] [--sidekiq "1x1000 2x1000"] [--photo-bytes 32768]
 #                              [--bin-dir DIR] [--out FILE]
@@ -27,7 +28,7 @@ while (($#)); do
         --photo-bytes) photo_bytes=$2; shift 2 ;;
         --bin-dir) bin_dir=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) sed -n '2,16p' "$0" >&2; exit 64 ;;
+        *) sed -n '2,15p' "$0" >&2; exit 64 ;;
     esac
 done
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
@@ -73,7 +74,7 @@ postmaster=$(psql -Atq "$DATABASE_URL" -c "SELECT pid FROM pg_stat_activity WHER
 export SIDEKIQ_BENCH_REDIS_URL=$sidekiq_url
 
 start_model() {  # delay_ms
-    "$bin_dir/slow-provider" serve --port "$model_port" --delay-ms "$1" >>"$work/model.log" 2>&1 &
+    python3 ops/bench/slow_model.py "$model_port" "$1" >>"$work/model.log" 2>&1 &
     model_pid=$!
     pids+=("$model_pid")
     until curl -sf "$model_url/stats" >/dev/null; do sleep 0.05; done

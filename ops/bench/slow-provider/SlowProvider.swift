@@ -1,119 +1,18 @@
 import ArgumentParser
 import Foundation
-import Hummingbird
 import JSON
 import JobContracts
 import Logging
 import Postgres
 import Queue
 import Redis
-import Synchronization
 
-/// The slow-provider benchmark's helpers (`ops/bench/slow-provider.sh`), kept out of the `carbscan` product.
+/// The slow-provider benchmark's seeding (`ops/bench/slow-provider.sh`), kept out of the `carbscan` product. (Its
+/// slow model is `ops/bench/slow_model.py`: the same server in Hummingbird took 2–3× the CPU per request.)
 @main
 struct SlowProvider: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "slow-provider", abstract: "Slow OpenAI-compatible server and job seeding for ops/bench/slow-provider.sh.",
-        subcommands: [Serve.self, Seed.self])
-}
-
-/// An OpenAI-compatible model that answers every `POST /v1/chat/completions` after a fixed delay, with a completion
-/// whose content is what the chat or the analysis handler expects (an image part in the request: analysis). It only
-/// counts: requests, those in flight now, the most ever in flight, and the wall time of the first and last answer
-/// (`GET /stats`; `POST /stats/reset` zeroes them).
-struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve the slow model.")
-
-    @Option(help: "Port to listen on.") var port: Int = 8090
-    @Option(help: "Milliseconds before each answer.") var delayMs: Int = 1000
-    @Option(help: "Listen backlog (the kernel caps it at net.core.somaxconn).") var backlog: Int = 16384
-
-    func run() async throws {
-        var logger = Logger(label: "slow-provider")
-        logger.logLevel = .warning
-        let counters = Counters()
-        let chat = Self.completion([
-            "response": "A medium apple has about 25 g of carbohydrates, 4 g of them fibre.", "messageType": "carb_lookup",
-            "followUpQuestions": ["And a banana?", "How about apple juice?"],
-        ])
-        let analysis = Self.completion([
-            "compositeItemName": "Spaghetti bolognese", "carbEstimate": 72, "confidenceLow": 60, "confidenceHigh": 85,
-            "confidenceLevel": 0.8, "analysis": "About 250 g of cooked spaghetti (70 g carbs) and a tomato meat sauce (2 g).",
-        ])
-        let imagePart = Array(#""image_url""#.utf8)
-        let delay = Duration.milliseconds(delayMs)
-        let router = Router()
-        router.post("v1/chat/completions") { request, _ -> Response in
-            counters.started()
-            defer { counters.finished() }
-            let body = try await request.body.collect(upTo: 64 << 20)
-            let isAnalysis = body.readableBytesView.firstRange(of: imagePart) != nil
-            try await Task.sleep(for: delay)
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(bytes: isAnalysis ? analysis : chat)))
-        }
-        router.get("stats") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: counters.json)))
-        }
-        router.post("stats/reset") { _, _ -> HTTPResponse.Status in
-            counters.reset()
-            return .noContent
-        }
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: port), backlog: backlog), logger: logger)
-        try await app.runService()
-    }
-
-    static func completion(_ content: JSONValue) -> [UInt8] {
-        let completion: JSONValue = [
-            "id": "chatcmpl-bench", "object": "chat.completion", "created": 1_700_000_000, "model": "gpt-4o-mini",
-            "choices": [["index": 0, "message": ["role": "assistant", "content": .string(content.jsonString)], "finish_reason": "stop"]],
-            "usage": ["prompt_tokens": 100, "completion_tokens": 60, "total_tokens": 160],
-        ]
-        return Array(completion.jsonString.utf8)
-    }
-}
-
-final class Counters: Sendable {
-    private struct State {
-        var requests = 0
-        var inFlight = 0
-        var peakInFlight = 0
-        var first: Double?
-        var last: Double?
-    }
-    private let state = Mutex(State())
-
-    func started() {
-        let now = Date().timeIntervalSince1970
-        state.withLock {
-            $0.requests += 1
-            $0.inFlight += 1
-            $0.peakInFlight = max($0.peakInFlight, $0.inFlight)
-            if $0.first == nil { $0.first = now }
-        }
-    }
-
-    func finished() {
-        let now = Date().timeIntervalSince1970
-        state.withLock {
-            $0.inFlight -= 1
-            $0.last = now
-        }
-    }
-
-    func reset() { state.withLock { $0 = State() } }
-
-    var json: String {
-        state.withLock { state in
-            let value: JSONValue = [
-                "requests": .int(state.requests), "inFlight": .int(state.inFlight), "peakInFlight": .int(state.peakInFlight),
-                "firstRequestAt": state.first.map(JSONValue.double) ?? .null, "lastAnswerAt": state.last.map(JSONValue.double) ?? .null,
-            ]
-            return value.jsonString
-        }
-    }
+        commandName: "slow-provider", abstract: "Job seeding for ops/bench/slow-provider.sh.", subcommands: [Seed.self])
 }
 
 /// Users, photos and reservations in Postgres as the API leaves them when it accepts a photo or a chat message
