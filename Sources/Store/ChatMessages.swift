@@ -30,7 +30,52 @@ package struct ChatMessages: Sendable {
     }
 }
 
+/// What storing a chat answer left behind: the answer's row, and the chats counted on the reservation's day with the
+/// user's tier as of that statement (nil without a reservation: a job enqueued before chats were reserved).
+package struct StoredChatAnswer: Sendable, Equatable {
+    package var id: Int64
+    package var usedOnItsDay: Int?
+    package var tier: Tier?
+}
+
 extension ChatMessages {
+    /// Stores the job's exchange once per job id and charges the chat its message reserved, in one statement (one
+    /// round trip, atomic on its own): what `insertOnce`, `ChatReservations.charge`, `usedOnItsDay` and
+    /// `Users.find` did in a five-statement transaction. The charge is guarded by the reservation's status, so a
+    /// re-delivered job finds its row and charges nothing more.
+    package func insertOnceCharging(
+        userID: String, jobID: String, messageID: String, message: String, response: String, messageType: String, followUps: [String]
+    ) async throws -> StoredChatAnswer {
+        let followUpsJSON = String(decoding: try JSONEncoder().encode(followUps), as: UTF8.self)
+        // Data-modifying CTEs run once whether or not the query reads them. The usage read sees the statement's
+        // snapshot, which the charge does not change (it moves the reservation's status, not the day's count).
+        let rows = try await db.query(
+            """
+            WITH inserted AS (
+                INSERT INTO chat_messages (user_id, job_id, message, response, message_type, follow_up_questions)
+                VALUES ($1, $2::uuid, $3, $4, $5, $6::jsonb)
+                ON CONFLICT (job_id) DO NOTHING RETURNING id
+            ), charged AS (
+                UPDATE chat_reservations SET status = 'charged', settled_at = now()
+                WHERE message_id = $7::uuid AND status = 'reserved'
+            )
+            SELECT (SELECT id FROM inserted) AS id,
+                (SELECT COALESCE(c.used, 0)::int FROM chat_reservations r
+                 LEFT JOIN usage_counters c ON c.user_id = r.user_id AND c.kind = 'chat' AND c.period = r.day
+                 WHERE r.message_id = $7::uuid) AS used,
+                (SELECT subscription_tier FROM users WHERE id = $1) AS tier
+            """,
+            [userID, jobID, message, response, messageType, followUpsJSON, messageID])
+        let row = rows[rows.startIndex]
+        let used: Int? = try row.decode("used")
+        let tier = try row.decode("tier", as: String?.self).map { Tier(rawValue: $0) ?? .free }
+        if let id: Int64 = try row.decode("id") { return StoredChatAnswer(id: id, usedOnItsDay: used, tier: tier) }
+        // A re-delivery (or a twin still running): the row exists, committed after this statement's snapshot perhaps.
+        let existing = try await db.query("SELECT id FROM chat_messages WHERE job_id = $1::uuid", [jobID])
+        guard let first = existing.first else { throw StoreError("chat message of job \(jobID) was neither inserted nor found") }
+        return StoredChatAnswer(id: try first.decode("id"), usedOnItsDay: used, tier: tier)
+    }
+
     /// Stores the job's exchange once per job id; returns the row's id.
     package func insertOnce(
         userID: String, jobID: String, message: String, response: String, messageType: String, followUps: [String]

@@ -56,24 +56,18 @@ package struct ChatJob: JobKind {
         guard !response.isEmpty else { throw JobFailure.retryable("unusable AI answer: an empty response") }
         let type = Self.messageTypes.contains(answer.messageType) ? answer.messageType : "general"
         let followUps = answer.followUpQuestions.map { String($0.prefix(300)) }.filter { !$0.isEmpty }.prefix(3)
-        let stored = String(response.prefix(8000))
-        let (id, usage) = try await services.database.transaction { tx in
-            let id = try await ChatMessages(tx).insertOnce(
-                userID: parameters.userId, jobID: context.id.rawValue, message: parameters.message, response: stored,
-                messageType: type, followUps: Array(followUps))
-            try await ChatReservations(tx).charge(messageID: parameters.messageId)
-            return (id, try await Self.usage(parameters, in: tx))
-        }
-        return .init(messageId: id, response: stored, messageType: type, followUpQuestions: Array(followUps), usage: usage)
+        let text = String(response.prefix(8000))
+        let stored = try await ChatMessages(services.database).insertOnceCharging(
+            userID: parameters.userId, jobID: context.id.rawValue, messageID: parameters.messageId, message: parameters.message,
+            response: text, messageType: type, followUps: Array(followUps))
+        return .init(
+            messageId: stored.id, response: text, messageType: type, followUpQuestions: Array(followUps), usage: Self.usage(stored))
     }
 
     /// Seed 001's `usage` of a chat answer, as of this answer, so the async result (`jobs/{id}`) has the same shape
     /// as the sync 200. Nil for a job enqueued before chats were reserved.
-    static func usage(_ parameters: Parameters, in tx: PostgresTransaction) async throws -> ChatContract.Usage? {
-        guard let used = try await ChatReservations(tx).usedOnItsDay(messageID: parameters.messageId),
-            let user = try await Users(tx).find(id: parameters.userId)
-        else { return nil }
-        return .init(
-            remainingChats: user.tier.chatsPerDay.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)
+    static func usage(_ stored: StoredChatAnswer) -> ChatContract.Usage? {
+        guard let used = stored.usedOnItsDay, let tier = stored.tier else { return nil }
+        return .init(remainingChats: tier.chatsPerDay.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: tier.rawValue)
     }
 }

@@ -162,6 +162,34 @@ import Testing
         }
     }
 
+    /// The answer, the charge of the reserved chat and the day's usage are one statement now: an essentials user (20
+    /// a day) with two chats counted today gets 18 left, the reservation is charged, and a re-delivery of the job
+    /// finds its stored answer (same id, same usage) without a second row.
+    @Test func aChatChargesItsReservationAndReportsTheDaysUsageOnce() async throws {
+        let server = try await OpenAIServer.start(fallback: .json(Self.chatAnswer))
+        defer { server.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let user = try await env.createUser(tier: .essentials)
+            let day = "2026-11-25"
+            let messageID = UUID().uuidString.lowercased()
+            for _ in 0..<2 { _ = try await ChatQuota(env.database).take(userID: user.id, day: day, limit: 20) }
+            try await ChatReservations(env.database).insert(messageID: messageID, userID: user.id, day: day)
+            let handler = try #require(Handlers.registry(services: env.services(settings(server))).handler(for: "chat"))
+            let payload: JSONValue = ["userId": .string(user.id), "messageId": .string(messageID), "message": "Carbs in a banana?"]
+            let id = JobID.random()
+            var results: [JSONValue] = []
+            for attempt in 1...2 {
+                let result = try await handler(payload.jsonString, JobContext(id: id, kind: "chat", attempt: attempt, maxAttempts: 3))
+                results.append(try JSONValue(parsing: try #require(result)))
+            }
+            #expect(results[0] == results[1])
+            #expect(results[0]["usage"] == ["remainingChats": 18, "totalUsedToday": 2, "subscriptionTier": "essentials"])
+            #expect(results[0]["messageId"]?.numberValue.map(Int.init) != nil)
+            #expect(try await ChatReservations(env.database).status(messageID: messageID) == "charged")
+            #expect(try await count(env, "SELECT count(*) FROM chat_messages WHERE job_id = $1::uuid", [id.rawValue]) == 1)
+        }
+    }
+
     /// One case per provider behaviour: (replies, expected final status, attempts, text the error must hold).
     @Test(arguments: [
         (
