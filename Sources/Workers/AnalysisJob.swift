@@ -65,10 +65,9 @@ package struct AnalysisJob: JobKind {
     }
 
     private func analyse(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
-        guard let photo = try await MealPhotos(services.database).find(id: parameters.photoId, userID: parameters.userId) else {
+        guard let dataURL = try await MealPhotos(services.database).dataURL(id: parameters.photoId, userID: parameters.userId) else {
             throw JobFailure.permanent("photo \(parameters.photoId) of user \(parameters.userId) does not exist (deleted?)")
         }
-        let dataURL = "data:\(photo.contentType);base64," + Data(photo.bytes).base64EncodedString()
         let estimate = try await AIClient(services: services).complete(
             Estimate.self, kind: Self.name,
             messages: [
@@ -77,12 +76,8 @@ package struct AnalysisJob: JobKind {
             ],
             schemaName: "carb_estimate", schema: Self.schema)
         let meal = try Self.validate(estimate)
-        let mealID = try await services.database.transaction { tx in
-            let id = try await Meals(tx).insertOnce(
-                userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
-            try await ScanReservations(tx).charge(photoID: parameters.photoId)
-            return id
-        }
+        let mealID = try await Meals(services.database).insertOnceCharging(
+            userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
         return .init(
             mealId: mealID,
             analysis: .init(
