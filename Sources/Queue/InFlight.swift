@@ -15,6 +15,10 @@ final class InFlight: Sendable {
         var running: [String: Running] = [:]
         /// Running jobs per queue, kept as they come and go (counting them per fetch was O(in flight)).
         var perQueue: [String: Int] = [:]
+        /// No running job's deadline is earlier (a bound, not exact: it is not raised when jobs end), so the 100 ms
+        /// timeout check skips the scan of every running job until the earliest could have passed (with 10,000 in
+        /// flight the scan copied 100,000 entries a second, 3% of a chat worker's CPU).
+        var earliestDeadline = ContinuousClock.Instant.now
     }
 
     private let state = Mutex(State())
@@ -24,6 +28,7 @@ final class InFlight: Sendable {
             if state.running.updateValue(Running(job: job, deadline: deadline), forKey: job.entry) == nil {
                 state.perQueue[job.queue, default: 0] += 1
             }
+            state.earliestDeadline = min(state.earliestDeadline, deadline)
         }
     }
 
@@ -51,11 +56,19 @@ final class InFlight: Sendable {
     /// Marks jobs past their deadline as timed out; returns their tasks to cancel.
     func expire(now: ContinuousClock.Instant) -> [Task<Void, Never>] {
         state.withLock { state in
+            guard state.earliestDeadline <= now else { return [] }
             var tasks: [Task<Void, Never>] = []
-            for (entry, running) in state.running where running.cancellation == nil && running.deadline <= now {
-                state.running[entry]!.cancellation = .timeout
-                if let task = running.task { tasks.append(task) }
+            var earliest: ContinuousClock.Instant?
+            for (entry, running) in state.running where running.cancellation == nil {
+                if running.deadline <= now {
+                    state.running[entry]!.cancellation = .timeout
+                    if let task = running.task { tasks.append(task) }
+                } else {
+                    earliest = min(earliest ?? running.deadline, running.deadline)
+                }
             }
+            // Nothing left to time out: the next insert sets the bound.
+            state.earliestDeadline = earliest ?? .now + .seconds(86_400 * 365)
             return tasks
         }
     }
