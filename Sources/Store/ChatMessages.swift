@@ -39,10 +39,9 @@ package struct StoredChatAnswer: Sendable, Equatable {
 }
 
 extension ChatMessages {
-    /// Stores the job's exchange once per job id and charges the chat its message reserved, in one statement (one
-    /// round trip, atomic on its own): what `insertOnce`, `ChatReservations.charge`, `usedOnItsDay` and
-    /// `Users.find` did in a five-statement transaction. The charge is guarded by the reservation's status, so a
-    /// re-delivered job finds its row and charges nothing more.
+    /// Stores the job's exchange once per job id, charges the chat its message reserved and reads the day's usage,
+    /// in one statement (one round trip, atomic on its own; it was a transaction of four statements and BEGIN/COMMIT).
+    /// The charge is guarded by the reservation's status, so a re-delivered job finds its row and charges nothing more.
     package func insertOnceCharging(
         userID: String, jobID: String, messageID: String, message: String, response: String, messageType: String, followUps: [String]
     ) async throws -> StoredChatAnswer {
@@ -74,23 +73,5 @@ extension ChatMessages {
         let existing = try await db.query("SELECT id FROM chat_messages WHERE job_id = $1::uuid", [jobID])
         guard let first = existing.first else { throw StoreError("chat message of job \(jobID) was neither inserted nor found") }
         return StoredChatAnswer(id: try first.decode("id"), usedOnItsDay: used, tier: tier)
-    }
-
-    /// Stores the job's exchange once per job id; returns the row's id.
-    package func insertOnce(
-        userID: String, jobID: String, message: String, response: String, messageType: String, followUps: [String]
-    ) async throws -> Int64 {
-        let followUpsJSON = String(decoding: try JSONEncoder().encode(followUps), as: UTF8.self)
-        let inserted = try await db.query(
-            """
-            INSERT INTO chat_messages (user_id, job_id, message, response, message_type, follow_up_questions)
-            VALUES ($1, $2::uuid, $3, $4, $5, $6::jsonb)
-            ON CONFLICT (job_id) DO NOTHING RETURNING id
-            """,
-            [userID, jobID, message, response, messageType, followUpsJSON])
-        if let row = inserted.first { return try row.decode("id") }
-        let existing = try await db.query("SELECT id FROM chat_messages WHERE job_id = $1::uuid", [jobID])
-        guard let row = existing.first else { throw StoreError("chat message of job \(jobID) was neither inserted nor found") }
-        return try row.decode("id")
     }
 }

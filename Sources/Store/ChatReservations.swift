@@ -19,17 +19,6 @@ package struct ChatReservations: Sendable {
         try await db.execute("UPDATE chat_reservations SET job_id = $2::uuid WHERE message_id = $1::uuid", [messageID, jobID])
     }
 
-    /// Keeps the chat for good. False when it was already settled.
-    @discardableResult
-    package func charge(messageID: String) async throws -> Bool {
-        try await db.execute(
-            """
-            UPDATE chat_reservations SET status = 'charged', settled_at = now()
-            WHERE message_id = $1::uuid AND status = 'reserved'
-            """,
-            [messageID]) == 1
-    }
-
     /// Gives the chat back to its day, once. Returns whether this call refunded it.
     @discardableResult
     package func refund(messageID: String) async throws -> Bool {
@@ -57,18 +46,6 @@ package struct ChatReservations: Sendable {
             """,
             [cutoff, limit]
         ).map { (try $0.decode("message_id"), try $0.decode("job_id")) }
-    }
-
-    /// The chats counted on the reservation's day (nil without a reservation: a job enqueued before they existed).
-    package func usedOnItsDay(messageID: String) async throws -> Int? {
-        try await db.query(
-            """
-            SELECT COALESCE(c.used, 0)::int AS used FROM chat_reservations r
-            LEFT JOIN usage_counters c ON c.user_id = r.user_id AND c.kind = 'chat' AND c.period = r.day
-            WHERE r.message_id = $1::uuid
-            """,
-            [messageID]
-        ).first?.decode("used")
     }
 
     package func status(messageID: String) async throws -> String? {

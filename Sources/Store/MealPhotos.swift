@@ -14,22 +14,14 @@ package struct MealPhotos: Sendable {
         return try rows[rows.startIndex].decode("id")
     }
 
-    package func find(id: Int64, userID: String) async throws -> (contentType: String, bytes: [UInt8])? {
-        guard
-            let row = try await db.query(
-                "SELECT content_type, bytes FROM meal_photos WHERE id = $1 AND user_id = $2", [id, userID]
-            ).first
-        else { return nil }
-        return (try row.decode("content_type"), try row.decode("bytes"))
-    }
-
     /// The photo as a `data:` URL (what a vision model takes), encoded by Postgres: the bytes never cross as hex
     /// text, and nothing decodes and re-encodes them here (that was a fifth of an analysis worker's CPU).
-    /// `encode(…, 'base64')` breaks its lines every 76 characters; a data URL has none.
+    /// `encode(…, 'base64')` breaks its lines every 76 characters; a data URL has none: `replace` drops them
+    /// (`translate` took 770 µs of Postgres CPU per 32 KB photo, five times the encoding).
     package func dataURL(id: Int64, userID: String) async throws -> String? {
         try await db.query(
             """
-            SELECT 'data:' || content_type || ';base64,' || translate(encode(bytes, 'base64'), E'\\n', '') AS url
+            SELECT 'data:' || content_type || ';base64,' || replace(encode(bytes, 'base64'), E'\\n', '') AS url
             FROM meal_photos WHERE id = $1 AND user_id = $2
             """, [id, userID]
         ).first?.decode("url")

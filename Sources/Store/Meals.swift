@@ -223,7 +223,6 @@ package struct AnalyzedMeal: Sendable, Equatable {
 }
 
 extension Meals {
-    /// Inserts the job's meal, or returns the one an earlier delivery of the same job wrote.
     /// Writes the analysis job's meal once per job id and charges the scan its photo reserved, in one statement (one
     /// round trip, atomic on its own) instead of a four-statement transaction; returns the meal's id. The charge is
     /// guarded by the reservation's status, so a re-delivered job finds its meal and charges nothing more.
@@ -246,24 +245,6 @@ extension Meals {
             ])
         if let id: Int64 = try rows[rows.startIndex].decode("id") { return id }
         // A re-delivery (or a twin still running): the meal exists, committed after this statement's snapshot perhaps.
-        let existing = try await db.query("SELECT id FROM meals WHERE job_id = $1::uuid", [jobID])
-        guard let row = existing.first else { throw StoreError("meal of job \(jobID) was neither inserted nor found") }
-        return try row.decode("id")
-    }
-
-    package func insertOnce(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
-        let inserted = try await db.query(
-            """
-            INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,
-                               confidence_level, analysis)
-            VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
-            ON CONFLICT (job_id) DO NOTHING RETURNING id
-            """,
-            [
-                userID, jobID, photoID, meal.name, meal.carbEstimate, meal.confidenceLow, meal.confidenceHigh, meal.confidenceLevel,
-                meal.analysis,
-            ])
-        if let row = inserted.first { return try row.decode("id") }
         let existing = try await db.query("SELECT id FROM meals WHERE job_id = $1::uuid", [jobID])
         guard let row = existing.first else { throw StoreError("meal of job \(jobID) was neither inserted nor found") }
         return try row.decode("id")

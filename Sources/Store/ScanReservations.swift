@@ -28,14 +28,6 @@ package struct ScanReservations: Sendable {
         ).map { (try $0.decode("photo_id"), try $0.decode("job_id")) }
     }
 
-    /// Keeps the scan for good. False when it was already settled.
-    @discardableResult
-    package func charge(photoID: Int64) async throws -> Bool {
-        try await db.execute(
-            "UPDATE scan_reservations SET status = 'charged', settled_at = now() WHERE photo_id = $1 AND status = 'reserved'",
-            [photoID]) == 1
-    }
-
     /// Gives the scan back, once: the user's remaining scans go up by one (never past the tier's limit). Returns
     /// whether this call refunded it.
     @discardableResult
