@@ -46,7 +46,7 @@ fi
 ulimit -n "$(ulimit -Hn)"
 (($(ulimit -n) >= 12000)) || echo "slow-provider.sh: warning: ulimit -n is $(ulimit -n); 10,000 in flight needs ~10,500 per process" >&2
 
-redis_port=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.urlparse(sys.argv[1]).port or 6379)' "$REDIS_URL")
+read -r redis_port redis_db < <(python3 -c 'import sys, urllib.parse; u = urllib.parse.urlparse(sys.argv[1]); print(u.port or 6379, u.path.strip("/") or 0)' "$REDIS_URL")
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -80,10 +80,10 @@ start_model() {  # delay_ms
     until curl -sf "$model_url/stats" >/dev/null; do sleep 0.05; done
 }
 
-measure() {  # count done-command failed-command pids...
-    local count=$1 done=$2 failed=$3
-    shift 3
-    python3 ops/bench/slow_provider_measure.py --jobs "$count" --redis-port "$redis_port" --done "$done" --failed "$failed" \
+measure() {  # count redis-db done-command failed-command pids...
+    local count=$1 db=$2 done=$3 failed=$4
+    shift 4
+    python3 ops/bench/slow_provider_measure.py --jobs "$count" --redis-port "$redis_port" --redis-db "$db" --done "$done" --failed "$failed" \
         --server "$model_url" --pids "$(IFS=,; echo "$*")" --server-pid "$model_pid" ${postmaster:+--postmaster "$postmaster"} \
         ${redis_pid:+--redis-pid "$redis_pid"}
 }
@@ -109,7 +109,7 @@ run_carbscan() {  # kind concurrency delay run
     fi
     pids+=("$worker")
     local result
-    result=$(measure "$count" "HGET $CARBSCAN_PREFIX:{ai}:stats succeeded" "HGET $CARBSCAN_PREFIX:{ai}:stats failed" "$worker")
+    result=$(measure "$count" "$redis_db" "HGET $CARBSCAN_PREFIX:{ai}:stats succeeded" "HGET $CARBSCAN_PREFIX:{ai}:stats failed" "$worker")
     kill "$worker"
     wait "$worker" ${perf:+"$perf"} 2>/dev/null || true
     redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
@@ -130,7 +130,7 @@ run_sidekiq() {  # kind PxC delay run
         pids+=($!)
     done
     local result
-    result=$(measure "$count" "GET bench:done" "" "${workers[@]}")
+    result=$(measure "$count" 14 "GET bench:done" "" "${workers[@]}")
     kill "${workers[@]}"
     wait "${workers[@]}" 2>/dev/null || true
     redis-cli -u "$sidekiq_url" flushdb >/dev/null

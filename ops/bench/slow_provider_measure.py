@@ -93,6 +93,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, required=True)
     parser.add_argument("--redis-port", type=int, required=True)
+    parser.add_argument("--redis-db", default="0")
     parser.add_argument("--done", required=True, help="the Redis command whose answer counts finished jobs")
     parser.add_argument("--failed", default="", help="the Redis command whose answer counts failed jobs")
     parser.add_argument("--server", required=True)
@@ -104,6 +105,7 @@ def main():
     args = parser.parse_args()
     pids = [int(p) for p in args.pids.split(",")]
     redis = Redis(args.redis_port)
+    redis.command("SELECT", args.redis_db)
     deadline = time.time() + args.timeout
     cpu0 = server_cpu0 = None
     while True:
