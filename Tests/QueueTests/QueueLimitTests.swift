@@ -21,6 +21,8 @@ import Testing
         func leave() { state.withLock { $0.now -= 1 } }
         var now: Int { state.withLock { $0.now } }
         var most: Int { state.withLock { $0.most } }
+        /// How many jobs started at or after `instant`.
+        func starts(since instant: ContinuousClock.Instant) -> Int { state.withLock { $0.starts.filter { $0.at >= instant }.count } }
         /// The most jobs inside the handler at the start of a job that started in `period`.
         func most(startedIn period: Range<ContinuousClock.Instant>) -> Int {
             state.withLock { $0.starts.filter { period.contains($0.at) }.map(\.running).max() ?? 0 }
@@ -73,15 +75,16 @@ import Testing
             queue: env.queue, registry: registry,
             options: WorkerOptions(queues: [("default", 1)], concurrency: 10, queueLimits: ["default": 4]), logger: env.logger)
         let task = Task { try await worker.run() }
-        for _ in 0..<24 { _ = try await env.enqueue(["sleepMs": 400]) }
+        for _ in 0..<40 { _ = try await env.enqueue(["sleepMs": 300]) }
         #expect(try await eventually(timeout: .seconds(30)) { gauge.now == 4 })
         worker.setQueueLimits(["default": 2])
         let lowered = ContinuousClock.now
         #expect(worker.queueLimits == ["default": 2])
-        #expect(try await eventually(timeout: .seconds(60)) { try await env.stats().succeededTotal >= 12 })
+        // Four jobs start under the lowered limit before it is raised again.
+        #expect(try await eventually(timeout: .seconds(60)) { gauge.starts(since: lowered) >= 4 })
         let raised = ContinuousClock.now
         worker.setQueueLimits(["default": 6])
-        let finished = try await eventually(timeout: .seconds(60)) { try await env.stats().succeededTotal == 24 }
+        let finished = try await eventually(timeout: .seconds(60)) { try await env.stats().succeededTotal == 40 }
         worker.stop()
         try await task.value
         #expect(finished)
