@@ -4,9 +4,10 @@
 # same model). The model is ops/bench/slow_model.py. One carbscan worker process at a time; the AI rate limit raised
 # out of the way in a copy of jobs/.
 #   ops/bench/slow-provider.sh [--runs 3] [--delays "1000 5000"] [--kinds "chat analysis"] [--jobs 20000]
-#                              [--carbscan "100 10000"] [--sidekiq "1x1000 2x1000"] [--photo-bytes 32768]
+#                              [--carbscan "1000 10000"] [--sidekiq "2x1000"] [--photo-bytes 32768]
 #                              [--bin-dir DIR] [--out FILE]
-# --carbscan: `carbscan work --concurrency` levels (100 is the default); --sidekiq: PROCESSESxCONCURRENCY. A run at
+# --carbscan: `carbscan work --concurrency` levels (1000 is the default); --sidekiq: PROCESSESxCONCURRENCY (2x1000 was
+# Sidekiq's best on 2 cores, results/slow-provider-2026-11-25.md). A run at
 # concurrency C gets min(--jobs, 5·C) jobs (at least five full rounds of the model's delay, or --jobs).
 # Per run: users, photos and reservations are seeded in Postgres and the jobs enqueued, then ONE worker starts on
 # the full queue; slow_provider_measure.py polls every 10 ms (jobs/s from the model's first request to the last
@@ -15,7 +16,7 @@
 # (bench users are deleted after each run). Writes a results table (markdown) to --out or stdout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-runs=3 delays="1000 5000" kinds="chat analysis" jobs=20000 carbscan_levels="100 10000" sidekiq_levels="1x1000"
+runs=3 delays="1000 5000" kinds="chat analysis" jobs=20000 carbscan_levels="1000 10000" sidekiq_levels="2x1000"
 photo_bytes=32768 bin_dir="" out=""
 while (($#)); do
     case $1 in
