@@ -40,19 +40,24 @@ import Testing
         }
     }
 
-    /// 12 jobs of 300 ms on a queue limited to 2, in a worker of concurrency 10 that is already waiting when they
-    /// arrive (the blocking read's path) and then fetches the rest (the non-blocking path): never more than 2 run at
-    /// once, and all finish (10 ran at once without the limit).
-    @Test func aQueuesLimitBoundsItsJobsInFlight() async throws {
+    /// A worker of concurrency 10 serving the default queue with `limit`, its handler counted by the gauge.
+    static func gaugedWorker(limit: Int) throws -> (TestEnvironment, Gauge, Worker, Task<Void, any Error>) {
         let env = try TestEnvironment()
-        defer { Task { await env.cleanUp() } }
         let gauge = Gauge()
         var registry = JobRegistry()
         registry.register(GaugedNoop(gauge: gauge))
         let worker = Worker(
             queue: env.queue, registry: registry,
-            options: WorkerOptions(queues: [("default", 1)], concurrency: 10, queueLimits: ["default": 2]), logger: env.logger)
-        let task = Task { try await worker.run() }
+            options: WorkerOptions(queues: [("default", 1)], concurrency: 10, queueLimits: ["default": limit]), logger: env.logger)
+        return (env, gauge, worker, Task { try await worker.run() })
+    }
+
+    /// 12 jobs of 300 ms on a queue limited to 2, in a worker of concurrency 10 that is already waiting when they
+    /// arrive (the blocking read's path) and then fetches the rest (the non-blocking path): never more than 2 run at
+    /// once, and all finish (10 ran at once without the limit).
+    @Test func aQueuesLimitBoundsItsJobsInFlight() async throws {
+        let (env, gauge, worker, task) = try Self.gaugedWorker(limit: 2)
+        defer { Task { await env.cleanUp() } }
         let stream = env.queue.keys("default").stream
         #expect(try await eventually { (try? await env.redis.send(["XINFO", "CONSUMERS", stream, QueueKeys.group]))?.array?.count == 1 })
         for _ in 0..<12 { _ = try await env.enqueue(["sleepMs": 300]) }
@@ -66,15 +71,8 @@ import Testing
     /// A reload of settings: the limit lowered from 4 to 2 while 4 jobs run starts no job until fewer than 2 run (the
     /// running ones go on); raised to 6, more start at once, without waiting for the next job to end.
     @Test func aReloadedLimitHoldsFromItsChange() async throws {
-        let env = try TestEnvironment()
+        let (env, gauge, worker, task) = try Self.gaugedWorker(limit: 4)
         defer { Task { await env.cleanUp() } }
-        let gauge = Gauge()
-        var registry = JobRegistry()
-        registry.register(GaugedNoop(gauge: gauge))
-        let worker = Worker(
-            queue: env.queue, registry: registry,
-            options: WorkerOptions(queues: [("default", 1)], concurrency: 10, queueLimits: ["default": 4]), logger: env.logger)
-        let task = Task { try await worker.run() }
         for _ in 0..<40 { _ = try await env.enqueue(["sleepMs": 300]) }
         #expect(try await eventually(timeout: .seconds(30)) { gauge.now == 4 })
         worker.setQueueLimits(["default": 2])
@@ -97,15 +95,8 @@ import Testing
     /// Raised while the queue is at its limit and no job is about to end, the limit lets the waiting jobs start at
     /// once: the fetcher waiting for a release is woken by the change itself.
     @Test func aRaisedLimitWakesTheFetcher() async throws {
-        let env = try TestEnvironment()
+        let (env, gauge, worker, task) = try Self.gaugedWorker(limit: 1)
         defer { Task { await env.cleanUp() } }
-        let gauge = Gauge()
-        var registry = JobRegistry()
-        registry.register(GaugedNoop(gauge: gauge))
-        let worker = Worker(
-            queue: env.queue, registry: registry,
-            options: WorkerOptions(queues: [("default", 1)], concurrency: 10, queueLimits: ["default": 1]), logger: env.logger)
-        let task = Task { try await worker.run() }
         for _ in 0..<3 { _ = try await env.enqueue(["sleepMs": 8_000]) }
         #expect(try await eventually(timeout: .seconds(30)) { gauge.now == 1 })
         worker.setQueueLimits(["default": 3])
