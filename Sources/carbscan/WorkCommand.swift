@@ -70,7 +70,7 @@ struct WorkCommand: AsyncParsableCommand {
             }
             try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
             let services = WorkerServices(
-                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: HTTPClient(logger: logger),
+                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: outboundClient(logger: logger),
                 settings: settings, logger: logger, mailer: mailer)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
@@ -103,6 +103,16 @@ struct WorkCommand: AsyncParsableCommand {
             try await group.run()
             queue.redis.close()
         }
+    }
+}
+
+extension WorkCommand {
+    /// The process's outbound client. Its per-host connection cap is at least the concurrency: a job makes one call at a
+    /// time, so the cap never holds back an HTTP/1.1 provider (one call per connection) below what the worker runs,
+    /// and it still bounds the connections an HTTP/2 burst opens. With the library's 256, one worker at
+    /// --concurrency 1000 held 256 calls to a 1 s model and did 247 chats/s (ops/bench/slow-provider.sh).
+    func outboundClient(logger: Logger) -> HTTPClient {
+        HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger)
     }
 }
 
