@@ -11,13 +11,11 @@ public struct QueueLimits: Sendable, Equatable {
     }
 
     /// A setting the worker cannot honour, said at start-up and at each reload.
-    public struct Warning: Sendable, Equatable, CustomStringConvertible {
+    public struct Warning: Sendable, CustomStringConvertible {
         public var message: String
         public var details: [(String, String)]
 
         public var description: String { message + " (" + details.map { "\($0)=\($1)" }.joined(separator: ", ") + ")" }
-
-        public static func == (a: Warning, b: Warning) -> Bool { a.description == b.description }
     }
 
     /// What these limits promise that the process cannot keep: a queue limit above the concurrency (the concurrency

@@ -32,13 +32,14 @@ struct SettingsReload {
         let limits = QueueLimits(served: served, catalog: catalog, overrides: overrides)
         worker.setQueueLimits(limits.byQueue)
         logger.info("settings reloaded", metadata: ["queue_limits": "\(Self.describe(limits.byQueue))"])
-        log(
-            limits.warnings(
-                served: served, concurrency: concurrency, databasePool: databasePool, catalog: catalog,
-                databaseBoundKinds: databaseBoundKinds))
+        warnAbout(limits, catalog: catalog)
     }
 
-    func log(_ warnings: [QueueLimits.Warning]) {
+    /// Logs what `limits` promise that this process cannot keep (at start-up and at each reload).
+    func warnAbout(_ limits: QueueLimits, catalog: JobCatalog) {
+        let warnings = limits.warnings(
+            served: served, concurrency: concurrency, databasePool: databasePool, catalog: catalog,
+            databaseBoundKinds: databaseBoundKinds)
         for warning in warnings {
             logger.warning("\(warning.message)", metadata: Logger.Metadata(uniqueKeysWithValues: warning.details.map { ($0, "\($1)") }))
         }

@@ -92,10 +92,7 @@ struct WorkCommand: AsyncParsableCommand {
             let reload = SettingsReload(
                 global: global, served: served, overrides: overrides, concurrency: concurrency, databasePool: databasePool,
                 databaseBoundKinds: registry.databaseBoundKinds, worker: worker, logger: logger)
-            reload.log(
-                limits.warnings(
-                    served: served, concurrency: concurrency, databasePool: databasePool, catalog: queue.catalog,
-                    databaseBoundKinds: registry.databaseBoundKinds))
+            reload.warnAbout(limits, catalog: queue.catalog)
             let reloading = await reload.start()
             defer { reloading.cancel() }
             let group = ServiceGroup(
