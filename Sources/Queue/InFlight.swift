@@ -94,4 +94,5 @@ final class InFlight: Sendable {
 
     var jobs: [ReservedJob] { state.withLock { $0.running.values.map(\.job) } }
     var isEmpty: Bool { state.withLock { $0.running.isEmpty } }
+    var count: Int { state.withLock { $0.running.count } }
 }

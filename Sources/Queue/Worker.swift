@@ -27,6 +27,8 @@ public struct WorkerOptions: Sendable {
     public var upkeepLease: Duration
     /// The consumer name in Redis: host, pid and a random suffix.
     public var consumer: String
+    /// Told of every job that starts and ends here (metrics, the process registry's counters).
+    public var observers: [any WorkerObserver] = []
 
     /// `carbscan work`'s default: see `WorkCommand.concurrency` for the measurement behind it.
     public static let defaultConcurrency = 1000
@@ -149,6 +151,9 @@ public final class Worker: Service {
 
     var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
+    /// Jobs running in this process now.
+    public var busy: Int { inFlight.count }
+
     // MARK: Fetching
 
     private func fetch(using connection: BlockingConnection) async {
@@ -238,10 +243,12 @@ public final class Worker: Service {
             let reason = "no handler for job kind '\(job.kind)' in this worker"
             logger.error("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "error": "\(reason)"])
             outcomes.append(.dead(job, error: reason, retention: queue.catalog[job.kind]?.retention.failed ?? .seconds(30 * 86_400)))
+            for observer in options.observers { observer.jobFinished(kind: job.kind, queue: job.queue, outcome: .dead, duration: .zero) }
             slots.release()
             return
         }
         inFlight.insert(job, deadline: .now + spec.timeout)
+        for observer in options.observers { observer.jobStarted(kind: job.kind, queue: job.queue) }
         let task = Task { await self.execute(job, spec: spec, handler: handler) }
         inFlight.attach(task, to: job.entry)
     }
@@ -294,6 +301,9 @@ public final class Worker: Service {
         slots.release()
         outcomes.append(outcome)
         let duration = ContinuousClock.now - began
+        for observer in options.observers {
+            observer.jobFinished(kind: job.kind, queue: job.queue, outcome: outcome.end, duration: duration)
+        }
         logger.log(
             level: logLevel, "\(message)",
             metadata: {
