@@ -15,9 +15,14 @@ package struct HTTPRequest: Sendable {
     /// Sent in order. A header the caller sets replaces libcurl's own (`Content-Type`, `Expect`, `User-Agent`).
     package var headers: [(name: String, value: String)]
     /// `nil` sends no body for GET/HEAD/DELETE; POST/PUT/PATCH always send one (`Content-Length: 0` when empty).
-    package var body: [UInt8]?
+    package var body: HTTPRequestBody?
 
     package init(method: Method = .get, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+        self.init(method: method, url: url, headers: headers, sharing: body.map(HTTPRequestBody.init))
+    }
+
+    /// A request whose body is `body` itself, not a copy: see ``HTTPRequestBody``.
+    package init(method: Method = .get, url: String, headers: [(name: String, value: String)] = [], sharing body: HTTPRequestBody?) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -15,8 +15,8 @@ final class Transfer {
     let easy: UnsafeMutableRawPointer
     private let maxResponseBytes: Int
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    /// POSTFIELDS is not copied by libcurl, so the body is kept at a fixed address until the transfer ends.
-    private var requestBody: UnsafeMutableRawBufferPointer?
+    /// POSTFIELDS is not copied by libcurl: the body (shared with the request, never copied) lives until the transfer ends.
+    private var requestBody: HTTPRequestBody?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
     private var headers: [(name: String, value: String)] = []
@@ -80,18 +80,15 @@ final class Transfer {
         case .post: try set(CURLOPT_POST, 1)
         case .put, .patch, .delete: try set(CURLOPT_CUSTOMREQUEST, string: request.method.rawValue)
         }
-        if let bytes = request.body ?? (request.method.alwaysHasBody ? [] : nil) {
+        if let body = request.body ?? (request.method.alwaysHasBody ? HTTPRequestBody([]) : nil) {
             if request.method == .get || request.method == .head {
                 throw HTTPClientError(.invalidRequest, method, host, "a body is not sent with \(method.rawValue)")
             }
-            // One spare byte so an empty body still has a valid address.
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
-            bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
-            requestBody = buffer
+            requestBody = body
             // The explicit size lets bodies hold zero bytes (and be empty); with CURLOPT_CUSTOMREQUEST set above,
             // PUT/PATCH/DELETE keep their verb.
-            try check(carbscan_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)))
-            try set(CURLOPT_POSTFIELDS, pointer: buffer.baseAddress)
+            try check(carbscan_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            try set(CURLOPT_POSTFIELDS, pointer: body.address)
         }
 
         var lines: [String] = []
@@ -198,7 +195,6 @@ final class Transfer {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
         headerList = nil
-        requestBody?.deallocate()
         requestBody = nil
         errorBuffer.deallocate()
     }

@@ -19,15 +19,19 @@ struct AIClient: Sendable {
         var imageDataURL: String?
     }
 
-    /// The model's JSON answer, decoded as `T`.
-    func complete<T: Decodable>(
-        _ type: T.Type, kind: String, messages: [Message], schemaName: String, schema: JSONValue
-    ) async throws -> T {
+    /// A request to the model, built whole before it is sent. Its body is the only copy of what it carries (a
+    /// photo's data URL is ~44 KB): the messages and the JSON built from them are gone once it exists, so a call held
+    /// in flight for seconds keeps one copy of the photo, not four.
+    struct Request: Sendable {
+        let kind: String
+        let http: HTTPRequest
+    }
+
+    /// Builds the request (synchronously: nothing here outlives it but the body).
+    func request(kind: String, messages: [Message], schemaName: String, schema: JSONValue) throws -> Request {
         guard let base = services.settings.aiBaseURL else {
             throw JobFailure.permanent("AI_BASE_URL is not configured: no AI model to ask")
         }
-        // One bucket per provider, shared by every worker process: 50 workers stay within the provider's limit.
-        try await services.acquire(forKind: kind)
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Accept", "application/json")]
         if let key = services.settings.aiAPIKey { headers.append(("Authorization", "Bearer \(key)")) }
         let body: JSONValue = [
@@ -39,11 +43,27 @@ struct AIClient: Sendable {
                 "json_schema": ["name": .string(schemaName), "strict": true, "schema": schema],
             ],
         ]
+        return Request(
+            kind: kind,
+            http: HTTPRequest(
+                method: .post, url: base + "/v1/chat/completions", headers: headers, sharing: HTTPRequestBody(utf8: body.jsonString)))
+    }
+
+    /// The model's JSON answer, decoded as `T`.
+    func complete<T: Decodable>(
+        _ type: T.Type, kind: String, messages: [Message], schemaName: String, schema: JSONValue
+    ) async throws -> T {
+        try await complete(type, try request(kind: kind, messages: messages, schemaName: schemaName, schema: schema))
+    }
+
+    /// The model's JSON answer to `request`, decoded as `T`.
+    func complete<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let kind = request.kind
+        // One bucket per provider, shared by every worker process: 50 workers stay within the provider's limit.
+        try await services.acquire(forKind: kind)
         let response: HTTPResponse
         do {
-            response = try await services.http.send(
-                HTTPRequest(method: .post, url: base + "/v1/chat/completions", headers: headers, body: Array(body.jsonString.utf8)),
-                totalTimeout: requestTimeout(forKind: kind))
+            response = try await services.http.send(request.http, totalTimeout: requestTimeout(forKind: kind))
         } catch {
             if error.outcome == .permanent { throw JobFailure.permanent("AI request refused: \(error)") }
             throw JobFailure.retryable("AI request failed: \(error)")

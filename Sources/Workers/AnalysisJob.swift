@@ -65,16 +65,23 @@ package struct AnalysisJob: JobKind {
     }
 
     private func analyse(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
-        guard let dataURL = try await MealPhotos(services.database).dataURL(id: parameters.photoId, userID: parameters.userId) else {
-            throw JobFailure.permanent("photo \(parameters.photoId) of user \(parameters.userId) does not exist (deleted?)")
+        let ai = AIClient(services: services)
+        let request: AIClient.Request
+        do {
+            // The data URL lives only in this block: while the model thinks, the request's body is its one copy.
+            guard let dataURL = try await MealPhotos(services.database).dataURL(id: parameters.photoId, userID: parameters.userId)
+            else {
+                throw JobFailure.permanent("photo \(parameters.photoId) of user \(parameters.userId) does not exist (deleted?)")
+            }
+            request = try ai.request(
+                kind: Self.name,
+                messages: [
+                    .init(role: "system", text: Self.instructions),
+                    .init(role: "user", text: "How many carbs are in this meal?", imageDataURL: dataURL),
+                ],
+                schemaName: "carb_estimate", schema: Self.schema)
         }
-        let estimate = try await AIClient(services: services).complete(
-            Estimate.self, kind: Self.name,
-            messages: [
-                .init(role: "system", text: Self.instructions),
-                .init(role: "user", text: "How many carbs are in this meal?", imageDataURL: dataURL),
-            ],
-            schemaName: "carb_estimate", schema: Self.schema)
+        let estimate = try await ai.complete(Estimate.self, request)
         let meal = try Self.validate(estimate)
         let mealID = try await Meals(services.database).insertOnceCharging(
             userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)

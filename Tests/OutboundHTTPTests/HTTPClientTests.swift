@@ -68,6 +68,28 @@ struct HTTPClientTests {
         }
     }
 
+    /// One body sent by several requests at once, shared and never copied: each sends the same bytes, and the body
+    /// is still whole afterwards (libcurl only reads it).
+    @Test func aSharedBodyIsSentWholeByEveryRequestThatCarriesIt() async throws {
+        try await TestServer.with { server in
+            let client = HTTPClient()
+            defer { client.shutdown() }
+            let text = String(repeating: "é0123456789", count: 4_000)
+            let body = HTTPRequestBody(utf8: text)
+            #expect(body.count == text.utf8.count)
+            let responses = try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { try await client.send(HTTPRequest(method: .post, url: server.url("/echo"), sharing: body)) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(responses.count == 8)
+            for response in responses { #expect(response.body == Array(text.utf8)) }
+            #expect(body.bytes == Array(text.utf8))
+            #expect(HTTPRequestBody([]).count == 0)
+        }
+    }
+
     @Test func postWithoutBodyOrContentTypeSendsEmptyBodyAndNoFormType() async throws {
         try await TestServer.with { server in
             let client = HTTPClient()
