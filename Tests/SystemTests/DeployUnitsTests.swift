@@ -88,6 +88,16 @@ import Testing
                 try await eventually(timeout: .seconds(60)) { try await queue.consumers() == 2 },
                 "both workers read the default queue; logs: \(started.map(\.process.output))")
 
+            // The Kubernetes API probes' paths answer 200 on the running API (readiness: health; liveness: config).
+            let manifest = try String(
+                contentsOf: CarbScanBinary.packageRoot.appendingPathComponent("ops/deploy/kubernetes/api.yaml"), encoding: .utf8)
+            let probePaths = Set(manifest.matches(of: /httpGet: \{ path: (\/[^,\s]+),/).map { String($0.output.1) })
+            #expect(probePaths.count >= 2, "\(probePaths)")
+            for path in probePaths {
+                let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(apiPort)\(path)")!)
+                #expect((response as? HTTPURLResponse)?.statusCode == 200, "probe \(path)")
+            }
+
             // Each worker runs what its instance file and the unit's defaults say: `a` the default queue, `b` every one.
             func startLine(_ unit: Started) -> String {
                 unit.process.output.split(separator: "\n").first { $0.contains(#""msg":"worker started""#) }.map(String.init) ?? ""
@@ -112,9 +122,17 @@ import Testing
                 try await eventually(timeout: .seconds(30)) {
                     try await queue.defaultStats().succeededTotal == warmUp.count
                 })
-            let quick = try await enqueue(#"{"sleepMs": 1000}"#, count: 8)
+            // The long ones first: once they run, the quick ones run beside them or have finished (on a loaded machine the
+            // second command may start late); either way each quick one is done within the grace period of 2–3 s.
             let long = try await enqueue(#"{"sleepMs": 120000}"#, count: 4)
-            #expect(try await eventually(timeout: .seconds(30)) { try await queue.defaultStats().running == 12 })
+            let quick = try await enqueue(#"{"sleepMs": 1500}"#, count: 8)
+            let longIDs = try long.map(jobID)
+            #expect(
+                try await eventually(timeout: .seconds(60)) {
+                    for id in longIDs where try await queue.record(id)?.status != .running { return false }
+                    for id in try quick.map(jobID) where try await queue.record(id)?.status == .queued { return false }
+                    return true
+                })
 
             // SIGTERM each, as systemd's `systemctl stop` does, workers first (the busy ones), then the API and the
             // scheduler; each must exit 0 well within its TimeoutStopSec (the time systemd gives before SIGKILL).
