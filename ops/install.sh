@@ -2,7 +2,8 @@
 # Usage: ops/install.sh — installs the Debian 12 packages the project needs (only those missing) and checks swift.
 set -euo pipefail
 
-packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl)
+# prometheus: its promtool checks the deploy kit's alert rules (ops/deploy/check.sh); the server is not run.
+packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -34,6 +35,12 @@ fi
 if ! python3 -c 'import schemathesis' 2>/dev/null; then
     echo "install.sh: installing schemathesis (PyPI)"
     python3 -m pip install -q 'schemathesis>=4.32,<5'
+fi
+
+# The deploy kit's Kubernetes manifests against the API schemas (ops/deploy/check.sh), from PyPI.
+if ! command -v kubernetes-validate >/dev/null; then
+    echo "install.sh: installing kubernetes-validate (PyPI)"
+    python3 -m pip install -q 'kubernetes-validate>=1.32,<2'
 fi
 
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
