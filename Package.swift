@@ -70,6 +70,7 @@ let package = Package(
                 .embedInCode("Scripts/reclaim.lua"),
                 .embedInCode("Scripts/retry-now.lua"),
                 .embedInCode("Scripts/discard.lua"),
+                .embedInCode("Scripts/cancel.lua"),
                 .embedInCode("Scripts/lease-acquire.lua"),
                 .embedInCode("Scripts/lease-release.lua"),
             ]

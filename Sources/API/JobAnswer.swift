@@ -41,6 +41,9 @@ enum JobAnswer {
                 throw APIError(
                     .badGateway, "JOB_FAILED", "The job failed: \(record.error ?? "unknown reason")",
                     details: ["jobId": .string(id.rawValue)])
+            case .cancelled:
+                throw APIError(
+                    .conflict, "JOB_CANCELLED", "The job was cancelled by an operator", details: ["jobId": .string(id.rawValue)])
             default:
                 break
             }

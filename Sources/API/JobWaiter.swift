@@ -35,7 +35,7 @@ package final class JobWaiter: Service, Sendable {
         self.idleRenewal = idleRenewal
     }
 
-    /// The job's record once it has finished (succeeded or failed), or as it stands when `timeout` passes; nil when
+    /// The job's record once it has finished (succeeded, failed or cancelled), or as it stands when `timeout` passes; nil when
     /// there is no such job.
     package func wait(for id: JobID, timeout: Duration) async throws -> JobRecord? {
         let clock = ContinuousClock()
@@ -43,7 +43,7 @@ package final class JobWaiter: Service, Sendable {
         while true {
             guard let record = try await queue.record(id) else { return nil }
             let now = clock.now
-            if record.status == .succeeded || record.status == .failed || now >= deadline || Task.isCancelled
+            if record.status == .succeeded || record.status == .failed || record.status == .cancelled || now >= deadline || Task.isCancelled
                 || state.withLock({ $0.stopped })
             {
                 return record

@@ -17,7 +17,7 @@ public struct UnexpectedAnswerError: Error, CustomStringConvertible, Sendable {
 extension Client {
     /// Follows a 202 (`Location: /api/mobile/v1/jobs/{id}`, or the `jobId` in its body) to the job's end: long-polls
     /// `GET jobs/{id}?wait=` (30 s at a time) until it has succeeded, and returns it (its `result` holds what the sync
-    /// 200 would have). Throws `JobFailedError` when the job failed, `UnexpectedAnswerError` for any other answer.
+    /// 200 would have). Throws `JobFailedError` when the job failed (or an operator cancelled it), `UnexpectedAnswerError` for any other answer.
     public func waitForJob(_ id: String, timeout: Duration = .seconds(120)) async throws -> Components.Schemas.Job {
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -30,7 +30,7 @@ extension Client {
             let job = try ok.body.json.value2.data
             switch job.status {
             case .succeeded: return job
-            case .failed: throw JobFailedError(job: job)
+            case .failed, .cancelled: throw JobFailedError(job: job)
             case .queued, .running, .retrying:
                 if ContinuousClock.now >= deadline { throw CancellationError() }
             }

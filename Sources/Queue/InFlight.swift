@@ -1,12 +1,19 @@
+import Foundation
 import Synchronization
 
 /// The jobs running in this process, by stream entry: for lease renewal, timeouts, shutdown and per-queue limits.
 final class InFlight: Sendable {
-    enum Cancellation: Sendable { case timeout, shutdown }
+    enum Cancellation: Sendable {
+        case timeout, shutdown
+        /// An operator cancelled the job (`carbscan jobs cancel`).
+        case cancelled
+    }
 
     private struct Running {
         var job: ReservedJob
         var deadline: ContinuousClock.Instant
+        /// For the process registry's list of busy jobs.
+        var started = Date()
         var task: Task<Void, Never>?
         var cancellation: Cancellation?
     }
@@ -71,6 +78,23 @@ final class InFlight: Sendable {
             state.earliestDeadline = earliest ?? .now + .seconds(86_400 * 365)
             return tasks
         }
+    }
+
+    /// Cancels the task of job `id` for an operator; false when it does not run here.
+    func cancel(job id: JobID) -> Bool {
+        let task = state.withLock { state -> Task<Void, Never>?? in
+            guard let entry = state.running.first(where: { $0.value.job.id == id })?.key else { return nil }
+            if state.running[entry]!.cancellation == nil { state.running[entry]!.cancellation = .cancelled }
+            return .some(state.running[entry]!.task)
+        }
+        guard let task else { return false }
+        task?.cancel()
+        return true
+    }
+
+    /// The running jobs with their start times.
+    var busyJobs: [BusyJob] {
+        state.withLock { $0.running.values.map { BusyJob(id: $0.job.id, kind: $0.job.kind, queue: $0.job.queue, startedAt: $0.started) } }
     }
 
     /// Cancels every running job for shutdown; returns them.

@@ -26,6 +26,7 @@ public struct JobOutcome: Sendable {
         case dead
         case requeue
         case postpone = "wait"
+        case cancel
     }
 
     let job: ReservedJob
@@ -46,6 +47,10 @@ public struct JobOutcome: Sendable {
     /// attempt does not count.
     public static func postpone(_ job: ReservedJob, error: String, after delay: Duration) -> JobOutcome {
         JobOutcome(job: job, kind: .postpone, text: error, milliseconds: max(1, delay.milliseconds))
+    }
+    /// Cancelled by an operator while it ran: recorded as `cancelled`, kept `retention`.
+    public static func cancelled(_ job: ReservedJob, retention: Duration) -> JobOutcome {
+        JobOutcome(job: job, kind: .cancel, text: "", milliseconds: retention.milliseconds)
     }
     /// Handed back unfinished at shutdown: runnable again at once, and the attempt does not count.
     public static func requeue(_ job: ReservedJob) -> JobOutcome {

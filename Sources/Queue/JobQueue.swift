@@ -81,7 +81,15 @@ public enum EnqueueResult: Sendable, Equatable {
 
 /// Refusals at enqueue and for operator commands: bad input, never a server fault.
 public struct QueueError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Code: String, Sendable { case unknownKind, invalidPayload, notFound, notRetryable }
+    public enum Code: String, Sendable {
+        case unknownKind, invalidPayload, notFound, notRetryable
+        /// No kind of the catalog uses the queue named.
+        case unknownQueue
+        /// A cancel of a job that already succeeded, failed or was cancelled.
+        case alreadyFinished
+        /// A process id prefix that several live processes share.
+        case ambiguous
+    }
     public let code: Code
     public let message: String
     public var description: String { message }
@@ -305,8 +313,16 @@ public final class JobQueue: Sendable {
             return JobRecord(
                 id: id, queue: queue, fields: fields.compactMapValues(\.string), inDeadSet: !replies[index * 2 + 1].isNull)
         }
-        guard searchingStreams else { return nil }
-        for queue in queues {
+        guard searchingStreams, let found = try await streamEntry(of: id) else { return nil }
+        var record = found.fields
+        record[JobField.enqueuedMs.rawValue] = String(found.entry.prefix { $0 != "-" })
+        return JobRecord(id: id, queue: found.queue, fields: record, inDeadSet: false)
+    }
+
+    /// The stream entry that carries job `id` (one enqueued without a record), found by reading every waiting job of
+    /// every queue: for operators, never on a request path.
+    func streamEntry(of id: JobID) async throws -> (queue: String, entry: String, fields: [String: String])? {
+        for queue in catalog.queues {
             let stream = keys(queue).stream
             var from = "-"
             while true {
@@ -315,9 +331,7 @@ public final class JobQueue: Sendable {
                     guard let parts = entry.array, parts.count == 2, let entryID = parts[0].string, let fields = parts[1].fields,
                         fields[JobField.id.rawValue]?.string == id.rawValue, fields[JobField.kind.rawValue] != nil
                     else { continue }
-                    var record = fields.compactMapValues(\.string)
-                    record[JobField.enqueuedMs.rawValue] = String(entryID.prefix { $0 != "-" })
-                    return JobRecord(id: id, queue: queue, fields: record, inDeadSet: false)
+                    return (queue, entryID, fields.compactMapValues(\.string))
                 }
                 guard entries.count == 1000, let last = entries.last?.array?.first?.string else { break }
                 from = "(" + last

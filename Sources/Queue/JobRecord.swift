@@ -3,6 +3,8 @@ import Foundation
 /// Where a job stands, as clients and operators see it.
 public enum JobStatus: String, Sendable, Codable, CaseIterable {
     case queued, running, retrying, succeeded, failed
+    /// Cancelled by an operator: it will not run (again).
+    case cancelled
 }
 
 /// One failed attempt, kept with the job (the last ten).

@@ -68,6 +68,10 @@ public final class Worker: Service {
     private let limits: Mutex<[String: Int]>
     private let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
     private let upkeepTask = Mutex<Task<Void, Never>?>(nil)
+    private let quieted = Atomic<Bool>(false)
+    /// Served queues an operator paused (`carbscan queues pause`): no job of theirs is fetched.
+    private let paused = Mutex<Set<String>>([])
+    private let fetchConnection = Mutex<BlockingConnection?>(nil)
     /// After a stop, outcomes that cannot be recorded within the grace period and this are left to the leases.
     static let recordingBound = Duration.seconds(3)
 
@@ -94,7 +98,11 @@ public final class Worker: Service {
 
     public func run() async throws {
         let connection = queue.redis.blockingConnection(name: "fetch")
-        defer { connection.close() }
+        fetchConnection.withLock { $0 = connection }
+        defer {
+            fetchConnection.withLock { $0 = nil }
+            connection.close()
+        }
         // The handler covers start-up too: a SIGTERM while Redis is still unreachable ends the process.
         await withGracefulShutdownHandler {
             await self.untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames, consumer: self.options.consumer) }
@@ -138,6 +146,53 @@ public final class Worker: Service {
         slots.wake()
         // A stopping worker hands the upkeep over at once rather than when its lease runs out.
         upkeepTask.withLock { $0?.cancel() }
+    }
+
+    /// The graceful stop a SIGTERM starts, asked for from inside (`carbscan processes stop`): `run` returns once the
+    /// running jobs finished or were handed back.
+    public func requestStop() {
+        stop()
+        unblockFetch()
+    }
+
+    /// Takes no new job from now on; running jobs finish. The process stays up (and registered, as `quiet`) until
+    /// stopped.
+    public func quiet() {
+        guard !quieted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        slots.limitsChanged()
+        unblockFetch()
+    }
+
+    /// Whether `quiet()` was called.
+    public var isQuiet: Bool { quieted.load(ordering: .acquiring) }
+
+    /// Sets the paused queues (those this worker does not serve are ignored): their jobs are no longer fetched,
+    /// running ones finish. A resumed queue's jobs are fetched again at once.
+    public func setPausedQueues(_ names: Set<String>) {
+        let served = names.intersection(queueNames)
+        let added = paused.withLock { paused -> Bool in
+            defer { paused = served }
+            return !served.isSubset(of: paused)
+        }
+        slots.limitsChanged()
+        // A read blocked on a queue paused now would still deliver its jobs (they would go back to the stream).
+        if added { unblockFetch() }
+    }
+
+    /// The served queues paused now.
+    public var pausedQueues: Set<String> { paused.withLock { $0 } }
+
+    /// Cancels the task of job `id` for an operator; false when it does not run here. The job is recorded as
+    /// `cancelled` when its handler returns (unless it succeeded first).
+    @discardableResult
+    public func cancel(_ id: JobID) -> Bool { inFlight.cancel(job: id) }
+
+    /// The jobs running here now, with their start times.
+    public var busyJobs: [BusyJob] { inFlight.busyJobs }
+
+    private func unblockFetch() {
+        guard let connection = fetchConnection.withLock({ $0 }) else { return }
+        Task { await connection.unblock() }
     }
 
     private func startUpkeep() {
@@ -203,7 +258,10 @@ public final class Worker: Service {
 
     /// How many more jobs each limited queue may start now.
     private func room() -> [String: Int] {
-        queueLimits.reduce(into: [:]) { room, limit in room[limit.key] = limit.value - inFlight.count(inQueue: limit.key) }
+        var room = queueLimits.reduce(into: [:]) { room, limit in room[limit.key] = limit.value - inFlight.count(inQueue: limit.key) }
+        // A quiet worker and a paused queue are a limit of nothing.
+        for name in isQuiet ? Set(queueNames) : pausedQueues { room[name] = 0 }
+        return room
     }
 
     /// Sleeps, but wakes within 50 ms of a stop: a SIGTERM is never kept waiting behind a retry's backoff.
@@ -270,6 +328,10 @@ public final class Worker: Service {
             case .shutdown:
                 outcome = .requeue(job)
                 message = "job handed back"
+            case .cancelled:
+                outcome = .cancelled(job, retention: spec.retention.failed)
+                logLevel = .warning
+                message = "job cancelled"
             case .timeout:
                 errorText = "timed out after \(spec.timeout)"
                 outcome = retryOrBury(job, spec: spec, error: errorText!, retryAfter: nil)

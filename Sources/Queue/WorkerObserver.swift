@@ -18,6 +18,8 @@ public enum JobEnd: String, Sendable, CaseIterable {
     case postponed
     /// Handed back unfinished at shutdown.
     case handedBack = "handed_back"
+    /// Cancelled by an operator (`carbscan jobs cancel`) while it ran.
+    case cancelled
 }
 
 extension JobOutcome {
@@ -28,6 +30,7 @@ extension JobOutcome {
         case .dead: .dead
         case .postpone: .postponed
         case .requeue: .handedBack
+        case .cancel: .cancelled
         }
     }
 }

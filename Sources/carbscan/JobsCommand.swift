@@ -6,8 +6,8 @@ import Queue
 
 struct JobsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "jobs", abstract: "Enqueue, inspect and retry jobs.",
-        subcommands: [Enqueue.self, Stats.self, Show.self, Retry.self, Dead.self])
+        commandName: "jobs", abstract: "Enqueue, inspect, retry and cancel jobs.",
+        subcommands: [Enqueue.self, Stats.self, Show.self, Retry.self, Cancel.self, Dead.self])
 
     struct Enqueue: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Enqueue jobs; prints their ids.")
@@ -109,6 +109,28 @@ struct JobsCommand: AsyncParsableCommand {
                 let jobID = try parseJobID(id)
                 let from = try await queue.retryNow(jobID)
                 print("\(jobID) queued (was in the \(from) set)")
+                queue.redis.close()
+            }
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cancel a job: a waiting one never runs; a running one has its task cancelled by its worker.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "Job id.") var id: String
+
+        func run() async throws {
+            try await reportingErrors {
+                let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                let jobID = try parseJobID(id)
+                switch try await queue.cancel(jobID) {
+                case .queued: print("\(jobID) cancelled (it was queued)")
+                case .scheduled: print("\(jobID) cancelled (it was delayed)")
+                case .retrying: print("\(jobID) cancelled (it was waiting for a retry)")
+                case .running(let process):
+                    print("\(jobID) is running in \(process.isEmpty ? "a worker" : process): told to cancel it; no later delivery runs it")
+                }
                 queue.redis.close()
             }
         }

@@ -39,6 +39,9 @@ struct WorkCommand: AsyncParsableCommand {
     @Option(help: "Seconds the queues go without upkeep (promotion, reclaim) when the process running it dies.")
     var upkeepLease: Int = 10
 
+    @Option(help: "Seconds between the process's beats in the registry (carbscan processes); it drops out after two missed.")
+    var heartbeat: Double = 5
+
     @Flag(help: "Apply pending database migrations before working.")
     var migrate = false
 
@@ -47,6 +50,7 @@ struct WorkCommand: AsyncParsableCommand {
         guard databasePool >= 1 && databasePool <= 1000 else { throw ValidationError("--database-pool must be 1…1000") }
         guard grace >= 0 else { throw ValidationError("--grace must be >= 0") }
         guard upkeepLease >= 1 && upkeepLease <= 3600 else { throw ValidationError("--upkeep-lease must be 1…3600") }
+        guard heartbeat >= 0.1 && heartbeat <= 60 else { throw ValidationError("--heartbeat must be 0.1…60 seconds") }
     }
 
     func run() async throws {
@@ -83,20 +87,27 @@ struct WorkCommand: AsyncParsableCommand {
             Task { if let report = await probe.run() { probe.log(report, servesAnalyses: servesAnalyses, logger: logger) } }
             let served = weights.map(\.name)
             let limits = QueueLimits(served: served, catalog: queue.catalog, overrides: overrides)
-            let worker = Worker(
-                queue: queue, registry: registry,
-                options: WorkerOptions(
-                    queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
-                    upkeepLease: .seconds(upkeepLease)),
-                logger: logger)
+            var options = WorkerOptions(
+                queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
+                upkeepLease: .seconds(upkeepLease))
+            let counters = ProcessCounters()
+            options.observers.append(counters)
+            let worker = Worker(queue: queue, registry: registry, options: options, logger: logger)
+            let beacon = ProcessBeacon(
+                queue: queue, worker: worker, counters: counters, interval: .milliseconds(Int64(heartbeat * 1000)),
+                version: BuildVersion.current, logger: logger)
             let reload = SettingsReload(
                 global: global, served: served, overrides: overrides, concurrency: concurrency, databasePool: databasePool,
                 databaseBoundKinds: registry.databaseBoundKinds, worker: worker, logger: logger)
             reload.warnAbout(limits, catalog: queue.catalog)
             let reloading = await reload.start()
             defer { reloading.cancel() }
+            // The beacon first: the group stops services in reverse, so it beats (as stopping) while the worker drains. A
+            // worker that returns (`carbscan processes stop`) ends the group as a SIGTERM would.
             let group = ServiceGroup(
-                configuration: .init(services: [.init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(
+                    services: [.init(service: beacon), .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)],
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()
         }

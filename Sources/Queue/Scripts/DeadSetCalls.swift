@@ -24,3 +24,23 @@ struct DiscardCall: ScriptCall {
         arguments = [queue.base, id]
     }
 }
+
+/// `cancel.lua`: cancels a job. Replies `queued`, `scheduled`, `retrying`, `running <worker>`, `finished <status>`
+/// or nil.
+struct CancelCall: ScriptCall {
+    static var script: RedisScript { Scripts.cancel }
+    let keys: [String]
+    let arguments: [String]
+
+    /// `carried`: the stream entry (id and fields) of a job that has no record yet.
+    init(_ queue: QueueKeys, id: String, retentionMs: Int64, carried: (entry: String, fields: [String: String])?) {
+        keys = [queue.scheduled, queue.retry, queue.stats, queue.stream]
+        var arguments = [queue.base, QueueKeys.group, id, String(retentionMs)]
+        if let carried {
+            arguments += [carried.entry] + [JobField.kind, .payload, .maxAttempts, .visibilityMs].map { carried.fields[$0.rawValue] ?? "" }
+        } else {
+            arguments += ["", "", "", "", ""]
+        }
+        self.arguments = arguments
+    }
+}

@@ -28,6 +28,8 @@ enum JobField: String, CaseIterable {
     case errors
     /// Outages in a row (each postpones it without spending an attempt).
     case waits
+    /// Set on a running job an operator cancelled: the retention (ms) of its record once it ends as cancelled.
+    case cancel = "cncl"
     /// Only in a stream entry: the job's id.
     case id
 

@@ -15,7 +15,8 @@ import Redis
 /// they are written when it starts),
 /// `base..scheduled` / `base..retry` (zsets of delayed jobs and retries by due time in ms),
 /// `base..dead` (zset by death time, capped), `base..stats` (hash of monotonic totals),
-/// `base..unique:<key>` (string: the job id holding the key), `base..cron` (hash: schedule → last fire time),
+/// `base..unique:<key>` (string: the job id holding the key), `base..cancelled` (set: ids of jobs cancelled while only
+/// their stream entry carried them; the start drops each as it reads its entry), `base..cron` (hash: schedule → last fire time),
 /// channel `base..events` (`<id> <status>` when a job succeeds, fails or will be retried).
 enum Scripts {
     static let enqueue = script("enqueue")
@@ -26,6 +27,7 @@ enum Scripts {
     static let reclaim = script("reclaim")
     static let retryNow = script("retry-now")
     static let discard = script("discard")
+    static let cancel = script("cancel")
     static let leaseAcquire = script("lease-acquire")
     static let leaseRelease = script("lease-release")
 
@@ -36,6 +38,7 @@ enum Scripts {
         "start.lua": PackageResources.start_lua, "finish.lua": PackageResources.finish_lua,
         "promote.lua": PackageResources.promote_lua, "reclaim.lua": PackageResources.reclaim_lua,
         "retry-now.lua": PackageResources.retry_now_lua, "discard.lua": PackageResources.discard_lua,
+        "cancel.lua": PackageResources.cancel_lua,
         "lease-acquire.lua": PackageResources.lease_acquire_lua, "lease-release.lua": PackageResources.lease_release_lua,
     ]
 

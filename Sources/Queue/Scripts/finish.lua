@@ -2,7 +2,8 @@
 -- ARGV: prefix, group, deadCap, deadMaxAgeMs, then per outcome: id, entry, outcome, text, ms.
 -- outcome `ok` (text = result JSON, ms = retention), `retry` (text = error, ms = delay),
 -- `dead` (text = error, ms = retention), `requeue` (handed back on shutdown: not an attempt), `wait` (a dependency
--- was unreachable: text = error, ms = the first wait, doubled per outage in a row up to 30 s; not an attempt).
+-- was unreachable: text = error, ms = the first wait, doubled per outage in a row up to 30 s; not an attempt),
+-- `cancel` (an operator cancelled it while it ran: ms = retention).
 -- It runs even when Redis is full (`maxmemory` with `noeviction`): Redis refuses a script for memory only at
 -- its first write, and this one's first write is `XACK`, which Redis never refuses, so the rest follows. Keep
 -- it first: recording mostly frees memory (acknowledged entries trimmed, expired records dropped), and a
@@ -34,10 +35,15 @@ for i = 5, #ARGV, 5 do
   local id, entry, outcome, text, msText = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
   local ms = tonumber(msText)
   local key = prefix .. 'job:' .. id
-  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry')
+  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl')
   -- Only the delivery that holds the job may change it: a late answer from a worker whose lease
   -- expired (the job was handed to another) must not overwrite the newer state.
   if f[1] == 'running' and f[3] == entry then
+    -- Cancelled by an operator while it ran (`cncl` holds the retention): whatever ends it but success
+    -- ends it as cancelled, so no retry or hand-back runs it again.
+    if f[4] and outcome ~= 'ok' then
+      outcome, ms = 'cancel', tonumber(f[4])
+    end
     if outcome == 'ok' then
       succeeded = succeeded + 1
       if ms > 0 then
@@ -72,6 +78,8 @@ for i = 5, #ARGV, 5 do
       pushHistory(key, tonumber(f[2]), now, text)
       redis.call('ZADD', retryKey, now + delay, id)
       if listening then redis.call('PUBLISH', prefix .. 'events', id .. ' retrying') end
+    elseif outcome == 'cancel' then
+      cancelJob(prefix, statsKey, key, id, now, ms)
     elseif outcome == 'requeue' then
       local status = 'queued'
       if tonumber(f[2]) > 1 then status = 'retrying' end

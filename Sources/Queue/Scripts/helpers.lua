@@ -53,6 +53,19 @@ local function bury(prefix, deadKey, statsKey, id, now, message, retention, cap,
   end
   redis.call('PUBLISH', prefix .. 'events', id .. ' failed')
 end
+-- Ends a job as cancelled by an operator (`carbscan jobs cancel`): it does not run (again). Its unique key is
+-- released if it still holds it, and its record kept `retention` ms. The stats count it apart from failures.
+local function cancelJob(prefix, statsKey, key, id, now, retention)
+  local ukey = redis.call('HGET', key, 'unique')
+  if ukey and redis.call('GET', prefix .. 'unique:' .. ukey) == id then redis.call('DEL', prefix .. 'unique:' .. ukey) end
+  redis.call('HSET', key, 'status', 'cancelled', 'fin', int(now), 'err', 'cancelled by an operator')
+  redis.call('HDEL', key, 'entry', 'runAt', 'cncl')
+  if retention > 0 then redis.call('PEXPIRE', key, retention) end
+  redis.call('HINCRBY', statsKey, 'cancelled', 1)
+  if redis.call('PUBSUB', 'NUMSUB', prefix .. 'events')[2] > 0 then
+    redis.call('PUBLISH', prefix .. 'events', id .. ' cancelled')
+  end
+end
 -- The job an entry carries ({kind, payload, max, vis}), or nil when it only names one (`id`).
 local function carried(flat)
   if #flat <= 2 then return nil end
@@ -94,20 +107,33 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
   local out = {}
   local idle = mode == '1'
   local alone = mode == 'x'
+  -- A carried job cancelled while it waited: its id is in the queue's set `cancelled` (read once per call, and
+  -- per job only while the set holds any).
+  local anyCancelled = nil
+  local function cancelledCarried(id)
+    if anyCancelled == nil then anyCancelled = redis.call('SCARD', prefix .. 'cancelled') > 0 end
+    return anyCancelled and redis.call('SREM', prefix .. 'cancelled', id) == 1
+  end
   for _, e in ipairs(entries) do
     local entry, id, job = e[1], e[2], e[3]
     local key = prefix .. 'job:' .. id
     if alone then
       handBack(stream, group, entry, id, job)
+    elseif job and cancelledCarried(id) then
+      redis.call('XACK', stream, group, entry)
     elseif job then
       local enq = string.match(entry, '^%d+')
       redis.call('HSET', key, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4], 'enq', enq,
         'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', '1')
       started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
     else
-      local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost')
-      if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' then
+      local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost', 'cncl')
+      if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' or f[4] == 'cancelled' then
         redis.call('XACK', stream, group, entry)
+      elseif f[9] then
+        -- Cancelled while it ran (its worker died or handed it back since): it does not run again.
+        redis.call('XACK', stream, group, entry)
+        cancelJob(prefix, statsKey, key, id, now, tonumber(f[9]))
       else
         -- Counted here and written with the status below: one call less per job than HINCRBY.
         local attempts = tonumber(f[7] or '0') + 1
