@@ -145,6 +145,7 @@ let package = Package(
                 .embedInCode("Ops/Templates/job.mustache"),
                 .embedInCode("Ops/Templates/cron.mustache"),
                 .embedInCode("Ops/Templates/message.mustache"),
+                .embedInCode("Ops/Templates/processes.mustache"),
                 .embedInCode("Ops/Templates/ops.css"),
                 .embedInCode("Ops/Templates/ops.js"),
             ]

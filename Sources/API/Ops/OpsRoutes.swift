@@ -38,6 +38,12 @@ struct OpsRoutes: Sendable {
         page(ops, "/queues") { _, _, identity in try await queues(identity) }
         page(ops, "/live.json") { _, _, _ in try await live() }
         page(ops, "/cron") { _, _, identity in try await cron(identity) }
+        page(ops, "/processes") { _, _, identity in try await processes(identity) }
+        action(ops, "/processes/:id/quiet") { _, context, _, _ in try await signal(.quiet, context.parameters.get("id") ?? "") }
+        action(ops, "/processes/:id/stop") { _, context, _, _ in try await signal(.stop, context.parameters.get("id") ?? "") }
+        action(ops, "/queues/:name/pause") { _, context, _, _ in try await pause(true, context.parameters.get("name") ?? "") }
+        action(ops, "/queues/:name/resume") { _, context, _, _ in try await pause(false, context.parameters.get("name") ?? "") }
+        action(ops, "/jobs/:id/cancel") { _, context, _, _ in try await cancel(context.parameters.get("id") ?? "") }
         for set in JobSet.allCases {
             page(ops, "/\(set.rawValue)") { request, _, identity in try await jobs(set, request, identity) }
             action(ops, "/\(set.rawValue)/bulk") { _, _, _, form in try await bulk(set, form) }
@@ -103,7 +109,8 @@ struct OpsRoutes: Sendable {
 
     private func layout(_ identity: OpsIdentity, title: String, page: String) -> [String: Any] {
         let sections = [
-            ("/ops/", "Overview", "overview"), ("/ops/queues", "Queues", "queues"), ("/ops/scheduled", "Scheduled", "scheduled"),
+            ("/ops/", "Overview", "overview"), ("/ops/queues", "Queues", "queues"), ("/ops/processes", "Processes", "processes"),
+            ("/ops/scheduled", "Scheduled", "scheduled"),
             ("/ops/retrying", "Retrying", "retrying"), ("/ops/dead", "Dead", "dead"), ("/ops/cron", "Cron", "cron"),
         ]
         return [
@@ -126,14 +133,15 @@ struct OpsRoutes: Sendable {
     private func queueRows() async throws -> [QueueRow] {
         async let stats = queue.stats()
         async let latencies = queue.latencies()
-        let (counts, waits) = try await (stats, latencies)
+        async let pausedQueues = QueueControl(queue: queue).pausedQueues()
+        let (counts, waits, paused) = try await (stats, latencies, pausedQueues)
         return counts.map { stat in
             let latency = waits[stat.queue] ?? .zero
             let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
             return QueueRow(
                 name: stat.queue, queued: stat.queued, running: stat.running, scheduled: stat.scheduled, retrying: stat.retrying,
                 dead: stat.dead, succeededTotal: stat.succeededTotal, failedTotal: stat.failedTotal,
-                latency: OpsFormat.span(seconds), latencySeconds: seconds, paused: false, canPause: false)
+                latency: OpsFormat.span(seconds), latencySeconds: seconds, paused: paused.contains(stat.queue), canPause: true)
         }
     }
 
@@ -151,14 +159,15 @@ struct OpsRoutes: Sendable {
             totals["failedTotal", default: 0] += row.failedTotal
         }
         context["totals"] = totals
-        context["chartNote"] = "The per-minute history is not recorded by this version's workers."
+        if let chart = OpsChart.svg(try await JobHistory(queue: queue).history(minutes: 1440)) { context["chart"] = chart }
+        context["chartNote"] = "No history yet: workers record it per minute."
         return Self.html(OpsTemplates.render("overview", context))
     }
 
     private func queues(_ identity: OpsIdentity) async throws -> Response {
         var context = layout(identity, title: "Queues", page: "queues")
         context["queues"] = try await queueRows()
-        context["controls"] = false
+        context["controls"] = true
         return Self.html(OpsTemplates.render("queues", context))
     }
 
@@ -214,7 +223,7 @@ struct OpsRoutes: Sendable {
         context["scanLimit"] = JobQueue.searchScanLimit
         context["hasJobs"] = !page.jobs.isEmpty
         context["canDiscard"] = set == .dead
-        context["canCancel"] = false
+        context["canCancel"] = set != .dead
         context["timeHeading"] = set == .dead ? "Died" : "Due"
         context["jobs"] = page.jobs.map { job in
             JobRow(
@@ -262,7 +271,7 @@ struct OpsRoutes: Sendable {
         }
         context["canRetry"] = record.inDeadSet || record.status == .retrying || record.runAt != nil
         context["canDiscard"] = record.inDeadSet
-        context["canCancel"] = false
+        context["canCancel"] = !record.inDeadSet && [.queued, .running, .retrying].contains(record.status)
         return Self.html(OpsTemplates.render("job", context))
     }
 
@@ -295,6 +304,9 @@ struct OpsRoutes: Sendable {
         case "retry":
             for id in ids where (try? await queue.retryNow(id)) != nil { done += 1 }
             return OpsAuth.redirect(to: back + "?done=retried&n=\(done)")
+        case "cancel" where set != .dead:
+            for id in ids where (try? await queue.cancel(id)) != nil { done += 1 }
+            return OpsAuth.redirect(to: back + "?done=cancelled&n=\(done)")
         case "discard" where set == .dead:
             for id in ids where (try? await queue.discardDead(id)) != nil { done += 1 }
             return OpsAuth.redirect(to: back + "?done=discarded&n=\(done)")
@@ -322,6 +334,59 @@ struct OpsRoutes: Sendable {
             throw APIError(.conflict, "NOT_DISCARDABLE", error.message)
         }
         return OpsAuth.redirect(to: "/ops/dead?done=discarded&n=1")
+    }
+
+    private func processes(_ identity: OpsIdentity) async throws -> Response {
+        let now = Date()
+        let processes = try await ProcessRegistry(queue: queue).processes()
+        var context = layout(identity, title: "Processes", page: "processes")
+        context["count"] = processes.count
+        context["hasProcesses"] = !processes.isEmpty
+        context["processes"] = processes.map { process in
+            [
+                "id": process.id, "kind": process.kind.rawValue, "host": process.host, "pid": process.pid, "version": process.version,
+                "state": process.state.rawValue, "isWorker": process.kind == .worker, "canQuiet": process.state == .running,
+                "queues": process.queues.map { served in served.limit.map { "\(served.name)=\($0)" } ?? served.name }.joined(
+                    separator: ", "),
+                "busy": process.busy, "concurrency": process.concurrency, "done": process.done, "failed": process.failed,
+                "started": OpsFormat.moment(process.startedAt, now: now), "beat": OpsFormat.moment(process.lastBeatAt, now: now),
+                "hasJobs": !process.jobs.isEmpty,
+                "jobs": process.jobs.map { job in
+                    ["id": job.id.rawValue, "kind": job.kind, "queue": job.queue, "started": OpsFormat.moment(job.startedAt, now: now)]
+                        as [String: Any]
+                },
+            ] as [String: Any]
+        }
+        return Self.html(OpsTemplates.render("processes", context))
+    }
+
+    private func signal(_ signal: ProcessSignal, _ id: String) async throws -> Response {
+        do {
+            _ = try await ProcessRegistry(queue: queue).signal(signal, to: id)
+        } catch let error as QueueError {
+            throw APIError(.notFound, "NOT_FOUND", error.message)
+        }
+        return OpsAuth.redirect(to: "/ops/processes")
+    }
+
+    private func pause(_ pausing: Bool, _ name: String) async throws -> Response {
+        let control = QueueControl(queue: queue)
+        do {
+            if pausing { try await control.pause(queue: name) } else { try await control.resume(queue: name) }
+        } catch let error as QueueError {
+            throw APIError(.notFound, "NOT_FOUND", error.message)
+        }
+        return OpsAuth.redirect(to: "/ops/queues")
+    }
+
+    private func cancel(_ rawID: String) async throws -> Response {
+        guard let id = JobID(rawValue: rawID) else { throw APIError.notFound("job") }
+        do {
+            _ = try await queue.cancel(id)
+        } catch let error as QueueError {
+            throw APIError(error.code == .notFound ? .notFound : .conflict, "NOT_CANCELLABLE", error.message)
+        }
+        return OpsAuth.redirect(to: "/ops/jobs/\(id.rawValue)")
     }
 
     // MARK: Responses

@@ -10,7 +10,7 @@ enum OpsTemplates {
             "login": PackageResources.login_mustache, "overview": PackageResources.overview_mustache,
             "queue-table": PackageResources.queue_table_mustache, "queues": PackageResources.queues_mustache,
             "jobs": PackageResources.jobs_mustache, "job": PackageResources.job_mustache, "cron": PackageResources.cron_mustache,
-            "message": PackageResources.message_mustache,
+            "message": PackageResources.message_mustache, "processes": PackageResources.processes_mustache,
         ]
         var library = MustacheLibrary()
         for (name, bytes) in files {
