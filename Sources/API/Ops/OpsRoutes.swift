@@ -241,8 +241,11 @@ struct OpsRoutes: Sendable {
         return Self.html(OpsTemplates.render("jobs", context))
     }
 
+    /// A job by its record. Not by searching the streams: an entry stays there after its job finished until the head is
+    /// trimmed, so a discarded job would show again as queued; a plain job waiting for its first start has no record
+    /// yet and is counted in its queue, not shown.
     private func job(_ rawID: String, _ identity: OpsIdentity) async throws -> Response {
-        guard let id = JobID(rawValue: rawID), let record = try await queue.record(id, searchingStreams: true) else {
+        guard let id = JobID(rawValue: rawID), let record = try await queue.record(id) else {
             return Self.message(
                 status: .notFound, title: "No such job",
                 "There is no job \(rawID) (finished jobs are kept only as long as their kind's retention).", identity: identity)
