@@ -42,8 +42,9 @@ enum JobAnswer {
                     .badGateway, "JOB_FAILED", "The job failed: \(record.error ?? "unknown reason")",
                     details: ["jobId": .string(id.rawValue)])
             case .cancelled:
+                // The endpoints document 502 for a job that did not produce its answer.
                 throw APIError(
-                    .conflict, "JOB_CANCELLED", "The job was cancelled by an operator", details: ["jobId": .string(id.rawValue)])
+                    .badGateway, "JOB_CANCELLED", "The job was cancelled by an operator", details: ["jobId": .string(id.rawValue)])
             default:
                 break
             }

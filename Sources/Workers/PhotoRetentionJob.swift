@@ -21,7 +21,7 @@ package struct PhotoRetentionJob: JobKind {
         self.batchSize = batchSize
     }
 
-    /// Scans still reserved an hour on whose analysis job has died or is gone: a job buried after its workers kept
+    /// Scans still reserved an hour on whose analysis job has died, was cancelled or is gone: a job buried after its workers kept
     /// dying never ran the handler's own refund. A job still queued, running or retrying keeps its reservation.
     package func refundAbandonedScans() async throws -> Int {
         let reservations = ScanReservations(services.database)
@@ -42,7 +42,9 @@ package struct PhotoRetentionJob: JobKind {
         let queue = JobQueue(redis: services.redis, catalog: services.catalog, options: QueueOptions(prefix: services.prefix))
         var refunded = 0
         for (key, jobID) in open {
-            if let jobID, let id = JobID(rawValue: jobID), let record = try await queue.record(id), record.status != .failed {
+            if let jobID, let id = JobID(rawValue: jobID), let record = try await queue.record(id),
+                record.status != .failed && record.status != .cancelled
+            {
                 continue
             }
             if try await refund(key) { refunded += 1 }

@@ -45,6 +45,34 @@ import Testing
         }
     }
 
+    /// `DELETE jobs/{id}`: the owner cancels a waiting job (it never runs); anyone else gets the same 404 as for
+    /// `GET`; a finished job is 409.
+    @Test func theOwnerCancelsAWaitingJobAndNoOneElseCan() async throws {
+        try await TestAPI.run { api, client in
+            let owner = try await api.register(client)
+            let stranger = try await api.register(client)
+            let enqueued = try await api.queue.enqueue("noop", payload: ["sleepMs": 0], options: EnqueueOptions(owner: owner.id))
+            let id = try #require(enqueued.id)
+            let foreign = try await client.call(.delete, "jobs/\(id.rawValue)", token: stranger.accessToken)
+            #expect(foreign.status == 404 && foreign.errorCode == "NOT_FOUND")
+            #expect(try await api.queue.record(id)?.status == .queued)
+
+            let cancelled = try await client.call(.delete, "jobs/\(id.rawValue)", token: owner.accessToken)
+            #expect(cancelled.status == 200, "\(cancelled.text)")
+            #expect(cancelled.data["id"].string == id.rawValue)
+            #expect(cancelled.data["status"].string == "cancelled")
+            #expect(cancelled.data["error"].string == "cancelled by an operator")
+            let shown = try await client.call(.get, "jobs/\(id.rawValue)", token: owner.accessToken)
+            #expect(shown.data["status"].string == "cancelled")
+
+            let again = try await client.call(.delete, "jobs/\(id.rawValue)", token: owner.accessToken)
+            #expect(again.status == 409 && again.errorCode == "JOB_FINISHED")
+            #expect(again.json["error"]["details"]["status"].string == "cancelled")
+            let unknown = try await client.call(.delete, "jobs/\(UUID().uuidString)", token: owner.accessToken)
+            #expect(unknown.status == 404)
+        }
+    }
+
     @Test func anotherUsersJobIsNotFound() async throws {
         try await TestAPI.run { api, client in
             let owner = try await api.register(client)

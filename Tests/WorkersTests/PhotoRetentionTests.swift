@@ -57,7 +57,7 @@ import Workers
 
 /// The sweep that refunds scans whose analysis died without its handler running.
 @Suite struct AbandonedScanTests {
-    @Test func scansOfDeadOrVanishedJobsAreRefundedOnceAndLiveOnesKept() async throws {
+    @Test func scansOfDeadCancelledOrVanishedJobsAreRefundedOnceAndLiveOnesKept() async throws {
         try await WorkerTestEnvironment.run { env in
             let user = try await env.createUser()
             try await env.database.execute("UPDATE users SET remaining_scans = 0 WHERE id = $1", [user.id])
@@ -77,19 +77,27 @@ import Workers
             // A job whose record expired, and one that never got an id: refunded.
             let vanished = try await reservedPhoto(hoursAgo: 3, job: .random())
             let orphan = try await reservedPhoto(hoursAgo: 3, job: nil)
+            // A job an operator cancelled (its handler never ran): refunded.
+            let cancelledJob = try #require(
+                try await env.queue.enqueue(
+                    "analysis", payload: ["userId": .string(user.id), "photoId": "2"], options: .init(indexed: true)
+                ).id)
+            #expect(try await env.queue.cancel(cancelledJob) == .queued)
+            let cancelled = try await reservedPhoto(hoursAgo: 3, job: cancelledJob)
             // Too recent to judge: kept.
             let recent = try await reservedPhoto(hoursAgo: 0.2, job: .random())
 
             let job = PhotoRetentionJob(services: env.services(WorkerSettings()))
-            #expect(try await job.refundAbandonedScans() == 2)
+            #expect(try await job.refundAbandonedScans() == 3)
             #expect(try await job.refundAbandonedScans() == 0)
             let reservations = ScanReservations(env.database)
             #expect(try await reservations.status(photoID: waiting) == "reserved")
             #expect(try await reservations.status(photoID: vanished) == "refunded")
             #expect(try await reservations.status(photoID: orphan) == "refunded")
+            #expect(try await reservations.status(photoID: cancelled) == "refunded")
             #expect(try await reservations.status(photoID: recent) == "reserved")
             let remaining: Int = try await env.database.query("SELECT remaining_scans FROM users WHERE id = $1", [user.id])[0].decode(0)
-            #expect(remaining == 2)
+            #expect(remaining == 3)
         }
     }
 }

@@ -68,15 +68,17 @@ public final class ProcessBeacon: Service {
                 nextBeat = ContinuousClock.now + interval
             }
             do {
-                try await look()
+                // A quiet or stop shows in the registry at once, not at the next beat.
+                if try await look() { nextBeat = .now }
                 looks.succeeded(logger: logger)
             } catch {
                 _ = looks.failed(error, logger: logger)
             }
-            let nap = min(lookInterval, nextBeat - .now)
+            let nap = max(.zero, min(lookInterval, nextBeat - .now))
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: nap) }
         }
-        await leave()
+        // Also when the task was cancelled (not run by a service group): the leaving must not be cancelled with it.
+        await Task { await self.leave() }.value
     }
 
     var state: ProcessState {
@@ -126,12 +128,14 @@ public final class ProcessBeacon: Service {
         }
     }
 
-    /// Reads and acts on this process's signals and the paused queues.
-    func look() async throws {
+    /// Reads and acts on this process's signals and the paused queues; true when the state changed.
+    @discardableResult
+    func look() async throws -> Bool {
         let replies = try await queue.redis.pipeline([["LPOP", keys.signals(id), "100"], ["SMEMBERS", keys.paused]])
         if let worker {
             worker.setPausedQueues(Set(replies[1].array?.compactMap(\.string) ?? []))
         }
+        let before = state
         for wire in replies[0].array?.compactMap(\.string) ?? [] {
             guard let signal = ProcessSignal(wire: wire) else {
                 logger.warning("unknown process signal", metadata: ["signal": "\(wire.prefix(40))"])
@@ -149,6 +153,7 @@ public final class ProcessBeacon: Service {
             case .cancel(let job): worker?.cancel(job)
             }
         }
+        return state != before
     }
 
     /// Whether a scheduler's beacon was told to stop (the scheduler's command ends then).
