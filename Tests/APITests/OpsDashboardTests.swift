@@ -221,4 +221,25 @@ import Testing
             #expect(page.text.contains(OpsFormat.absolute(fired)))
         }
     }
+
+    /// Latency is the age of the oldest job no worker took yet, per queue; zero when none waits.
+    @Test func latencyIsTheAgeOfTheOldestWaitingJob() async throws {
+        try await TestAPI.run(environment: Ops.environment) { api, client in
+            let enqueued = Date()
+            _ = try await api.queue.enqueue("noop", payload: [:])
+            try await Task.sleep(for: .milliseconds(1200))
+            let latencies = try await api.queue.latencies()
+            let waited = try #require(latencies["default"])
+            #expect(waited >= .seconds(1) && waited <= .seconds(Date().timeIntervalSince(enqueued) + 1))
+            #expect(latencies["mail"] == .zero)
+            let (worker, task) = api.startWorker(queue: "default")
+            let drained = try await eventually { try await api.queue.stats().first { $0.queue == "default" }?.succeededTotal == 1 }
+            worker.stop()
+            try await task.value
+            #expect(drained)
+            #expect(try await api.queue.latencies()["default"] == .zero)
+            let live = try await client.ops(.get, "/ops/live.json")
+            #expect(live.text.contains(#""latencySeconds":0"#))
+        }
+    }
 }
