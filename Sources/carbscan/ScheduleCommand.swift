@@ -15,6 +15,13 @@ struct ScheduleCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    @Option(help: "Seconds between the process's beats in the registry (carbscan processes); it drops out after two missed.")
+    var heartbeat: Double = 5
+
+    func validate() throws {
+        guard heartbeat >= 0.1 && heartbeat <= 60 else { throw ValidationError("--heartbeat must be 0.1…60 seconds") }
+    }
+
     func run() async throws {
         LogSetup.bootstrap()
         try await reportingErrors {
@@ -23,8 +30,13 @@ struct ScheduleCommand: AsyncParsableCommand {
             let zone = try EnvironmentSettings(ProcessInfo.processInfo.environment).timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
             try SettingChecks.scanResetZone(zone, catalog: queue.catalog)
             let scheduler = CronScheduler(queue: queue, logger: logger)
+            let beacon = ProcessBeacon(
+                queue: queue, schedulerInterval: .milliseconds(Int64(heartbeat * 1000)), version: BuildVersion.current, logger: logger)
+            // The beacon returns on `carbscan processes stop`, which ends the group as a SIGTERM would.
             let group = ServiceGroup(
-                configuration: .init(services: [.init(service: scheduler)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(
+                    services: [.init(service: scheduler), .init(service: beacon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()
         }

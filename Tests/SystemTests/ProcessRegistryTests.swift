@@ -101,6 +101,25 @@ import Testing
         #expect(try await redis.send(["ZCARD", queue.operationsKeys.processes]).int == 0)
     }
 
+    @Test func aSchedulerIsListedAndStopsOnASignal() async throws {
+        let (redis, prefix, environment, queue) = try ChaosTests.shortLeaseRun()
+        var processes: [RunningProcess] = []
+        defer {
+            for process in processes { process.signal(SIGKILL) }
+            Task { await removeKeys(prefix: prefix, redis: redis) }
+        }
+        processes.append(try CarbScanBinary.start(["schedule", "--heartbeat", "1"], environment: environment))
+        let registry = ProcessRegistry(queue: queue)
+        #expect(try await eventually(timeout: .seconds(30)) { try await registry.processes().count == 1 })
+        let scheduler = try #require(try await registry.processes().first)
+        #expect(scheduler.kind == .scheduler && scheduler.pid == Int(processes[0].pid) && scheduler.queues.isEmpty)
+        #expect(scheduler.state == .running && scheduler.concurrency == 0)
+        let stop = try await CarbScanBinary.run(["processes", "stop", scheduler.id], environment: environment)
+        #expect(stop.status == 0, "\(stop.stderr)")
+        #expect(await processes[0].waitForExit(timeout: .seconds(30)) == 0)
+        #expect(try await registry.processes().isEmpty)
+    }
+
     @Test func theOperatorCommandsRefuseBadInputClearly() async throws {
         let (redis, prefix, environment, queue) = try ChaosTests.shortLeaseRun()
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }

@@ -34,7 +34,7 @@ struct JobRoutes {
         guard let text = context.parameters.get("id"), let id = JobID(rawValue: text.lowercased()),
             var record = try await queue.record(id), record.owner == caller.userID
         else { throw APIError.notFound("Job") }
-        if wait > 0, record.status != .succeeded, record.status != .failed,
+        if wait > 0, record.status != .succeeded, record.status != .failed, record.status != .cancelled,
             let finished = try await waiter.wait(for: id, timeout: .seconds(wait))
         {
             record = finished

@@ -36,7 +36,8 @@ public final class ProcessBeacon: Service {
         self.keys = queue.operationsKeys
     }
 
-    /// A scheduler's beacon (`carbscan schedule`): it lists the process; signals other than `stop` do not apply.
+    /// A scheduler's beacon (`carbscan schedule`): it lists the process; on a `stop` signal `run` returns (give it
+    /// `successTerminationBehavior: .gracefullyShutdownGroup`); other signals do not apply.
     public init(queue: JobQueue, schedulerInterval interval: Duration = .seconds(5), version: String, logger: Logger) {
         self.id = "\(ProcessInfo.processInfo.hostName):\(getpid()):\(String(UInt16.random(in: .min ... .max), radix: 16))"
         self.queue = queue
@@ -57,7 +58,8 @@ public final class ProcessBeacon: Service {
         var beats = FailureStreak("process registry beat")
         var looks = FailureStreak("process registry signals")
         var nextBeat = ContinuousClock.now
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+        // A scheduler's beacon told to stop returns: its service group then stops the scheduler.
+        while !Task.isShuttingDownGracefully && !Task.isCancelled && !(worker == nil && isStopRequested) {
             if ContinuousClock.now >= nextBeat {
                 do {
                     try await beat()
