@@ -177,6 +177,16 @@ try:
     open_page("/ops/cron")
     check("cron lists scan-reset", "scan-reset" in browser.page_source)
 
+    # Processes: quiet the worker (last: it takes no job after this).
+    open_page("/ops/processes")
+    worker = redis("ZRANGE", args.prefix + ":processes", "0", "0")
+    check("the registry has the worker", worker != "")
+    button = browser.find_element(By.CSS_SELECTOR, 'form[action$="/quiet"] button')
+    button.click()
+    wait.until(expected_conditions.staleness_of(button))
+    eventually("quiet: the worker reports itself quiet", lambda: redis("HGET", args.prefix + ":process:" + worker, "state") == "quiet")
+    print("browser_test: ok: quiet: the worker reports itself quiet")
+
     # Signing out ends the session.
     browser.find_element(By.CSS_SELECTOR, ".signout button").click()
     wait.until(expected_conditions.url_contains("/ops/login"))
