@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
         // Only the tests' fault proxy uses it directly (Hummingbird already builds it).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The operators' dashboard (/ops/): server-rendered pages.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -128,8 +130,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
-            resources: [.copy("openapi.json")]
+            resources: [
+                .copy("openapi.json"),
+                // The dashboard's templates, style sheet and script, compiled into the binary.
+                .embedInCode("Ops/Templates/layout-top.mustache"),
+                .embedInCode("Ops/Templates/layout-bottom.mustache"),
+                .embedInCode("Ops/Templates/login.mustache"),
+                .embedInCode("Ops/Templates/overview.mustache"),
+                .embedInCode("Ops/Templates/queue-table.mustache"),
+                .embedInCode("Ops/Templates/queues.mustache"),
+                .embedInCode("Ops/Templates/jobs.mustache"),
+                .embedInCode("Ops/Templates/job.mustache"),
+                .embedInCode("Ops/Templates/cron.mustache"),
+                .embedInCode("Ops/Templates/message.mustache"),
+                .embedInCode("Ops/Templates/processes.mustache"),
+                .embedInCode("Ops/Templates/ops.css"),
+                .embedInCode("Ops/Templates/ops.js"),
+            ]
         ),
         .target(
             name: "Workers",

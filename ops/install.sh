@@ -43,6 +43,26 @@ if ! command -v kubernetes-validate >/dev/null; then
     python3 -m pip install -q 'kubernetes-validate>=1.32,<2'
 fi
 
+# The dashboard's browser test (ops/dashboard/run.sh): headless Chromium and its driver from Debian, Selenium from PyPI.
+browser=()
+for package in chromium chromium-driver; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
+    [[ $status == installed ]] || browser+=("$package")
+done
+if ((${#browser[@]})); then
+    echo "install.sh: installing ${browser[*]}"
+    sudo=()
+    [[ $(id -u) == 0 ]] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -q
+    # Without them the browser test says it is skipped; the rest of the suite does not need them.
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${browser[@]}" \
+        || echo "install.sh: chromium could not be installed: the dashboard's browser test will be skipped" >&2
+fi
+if ! python3 -c 'import selenium' 2>/dev/null; then
+    echo "install.sh: installing selenium (PyPI)"
+    python3 -m pip install -q 'selenium>=4.20,<5'
+fi
+
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
     PATH=/opt/swift/usr/bin:$PATH
 fi

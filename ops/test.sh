@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres;
-# a whole run (no arguments) also lints the code (swift format lint --strict) first and fuzzes the API against its
-# OpenAPI document (ops/contract.sh) and validates the deploy kit (ops/deploy/check.sh) after.
+# a whole run (no arguments) also lints the code (swift format lint --strict) first, and after the suite fuzzes the
+# API against its OpenAPI document (ops/contract.sh), validates the deploy kit (ops/deploy/check.sh) and drives the
+# dashboard in headless Chromium (ops/dashboard/run.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,4 +59,5 @@ wait "$tests"
 if (($# == 0)); then
     bash ops/contract.sh
     bash ops/deploy/check.sh
+    bash ops/dashboard/run.sh
 fi

@@ -27,6 +27,7 @@ extension APIDependencies {
             database: database, redis: queue.redis, queue: queue, accounts: accounts, throttle: throttle,
             loginWebhookConfigured: settings.loginWebhookConfigured, logger: logger)
         dependencies.stripeWebhookSecret = settings.stripeWebhookSecret
+        dependencies.opsCredentials = settings.opsCredentials
         dependencies.syncWait = settings.syncWait
         dependencies.idleTimeout = settings.idleTimeout
         dependencies.scanResetTimeZone = settings.scanResetTimeZone

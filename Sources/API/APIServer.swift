@@ -20,6 +20,8 @@ package struct APIDependencies: Sendable {
     package var loginWebhookConfigured: Bool
     /// `STRIPE_WEBHOOK_SECRET`: the signing secret of provider webhooks.
     package var stripeWebhookSecret: String?
+    /// `OPS_USER` / `OPS_PASSWORD`: serve the operators' dashboard at `/ops/`; nil: `/ops/*` is 404.
+    package var opsCredentials: OpsCredentials?
     /// `SMTP_URL`, `MAGIC_LINK_URL`, …: magic-link sign-in; nil: `auth/magic-link/request` is not configured.
     package var magicLink: MagicLinkSettings?
     /// `APPSTORE_*`: how App Store payloads are verified and mapped; nil: the App Store routes are not configured.
@@ -108,6 +110,9 @@ package enum APIServer {
             scanResetTimeZone: dependencies.scanResetTimeZone
         ).register(on: api)
         errors.allowed.set(api.routes)
+        if let credentials = dependencies.opsCredentials {
+            OpsRoutes(queue: dependencies.queue, credentials: credentials, throttle: dependencies.throttle).register(on: router)
+        }
         return (router, api.routes)
     }
 

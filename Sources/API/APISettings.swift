@@ -19,6 +19,8 @@ package struct APISettings: Sendable {
     package var loginWebhookConfigured = false
     /// `STRIPE_WEBHOOK_SECRET`.
     package var stripeWebhookSecret: String?
+    /// `OPS_USER` and `OPS_PASSWORD`: the operators' dashboard at `/ops/`; nil (both unset): no dashboard (404).
+    package var opsCredentials: OpsCredentials?
 
     package init() {}
 
@@ -33,6 +35,7 @@ package struct APISettings: Sendable {
         api.scanResetTimeZone = try settings.timeZone("SCAN_RESET_TIMEZONE", default: api.scanResetTimeZone)
         api.loginWebhookConfigured = settings.text("LOGIN_WEBHOOK_URL") != nil
         api.stripeWebhookSecret = settings.text("STRIPE_WEBHOOK_SECRET")
+        api.opsCredentials = try OpsCredentials.fromEnvironment(settings)
         return api
     }
 }

@@ -49,6 +49,7 @@ struct ConfigCommand: AsyncParsableCommand {
                     ("SYNC_WAIT_SECONDS", Self.seconds(api.syncWait)), ("HTTP_IDLE_TIMEOUT_SECONDS", Self.seconds(api.idleTimeout)),
                     ("SCAN_RESET_TIMEZONE", api.scanResetTimeZone.identifier),
                     ("STRIPE_WEBHOOK_SECRET", api.stripeWebhookSecret == nil ? "(unset: webhooks/stripe answers 503)" : "set"),
+                    ("OPS_USER", api.opsCredentials.map { "\($0.user) (dashboard at /ops/)" } ?? "(unset: /ops/ answers 404)"),
                 ]
                 if let catalog { _ = read("scan-reset") { try SettingChecks.scanResetZone(api.scanResetTimeZone, catalog: catalog) } }
             }
