@@ -16,11 +16,17 @@ package struct HTTPRequest: Sendable {
     package var headers: [(name: String, value: String)]
     /// `nil` sends no body for GET/HEAD/DELETE; POST/PUT/PATCH always send one (`Content-Length: 0` when empty).
     package var body: [UInt8]?
+    /// Who the call goes to, as `/metrics` names it: a short fixed name (`ai`, `stripe`), never taken from input.
+    package var provider: String
 
-    package init(method: Method = .get, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+    package init(
+        method: Method = .get, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
+        provider: String = "other"
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.provider = provider
     }
 }

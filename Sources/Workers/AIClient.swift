@@ -42,7 +42,9 @@ struct AIClient: Sendable {
         let response: HTTPResponse
         do {
             response = try await services.http.send(
-                HTTPRequest(method: .post, url: base + "/v1/chat/completions", headers: headers, body: Array(body.jsonString.utf8)),
+                HTTPRequest(
+                    method: .post, url: base + "/v1/chat/completions", headers: headers, body: Array(body.jsonString.utf8),
+                    provider: "ai"),
                 totalTimeout: requestTimeout(forKind: kind))
         } catch {
             if error.outcome == .permanent { throw JobFailure.permanent("AI request refused: \(error)") }
