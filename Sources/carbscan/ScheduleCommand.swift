@@ -7,6 +7,7 @@ import OutboundHTTP
 import Queue
 import ServiceLifecycle
 import Store
+import Telemetry
 import Workers
 
 struct ScheduleCommand: AsyncParsableCommand {
@@ -14,6 +15,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         commandName: "schedule", abstract: "Fire the cron schedules of jobs/*.yml (safe to run several).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var metrics: MetricsOptions
 
     func run() async throws {
         LogSetup.bootstrap()
@@ -23,8 +25,12 @@ struct ScheduleCommand: AsyncParsableCommand {
             let zone = try EnvironmentSettings(ProcessInfo.processInfo.environment).timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
             try SettingChecks.scanResetZone(zone, catalog: queue.catalog)
             let scheduler = CronScheduler(queue: queue, logger: logger)
+            let telemetry = metrics.metricsPort == nil ? nil : Telemetry.forProcess()
+            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
             let group = ServiceGroup(
-                configuration: .init(services: [.init(service: scheduler)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(
+                    services: metrics.services([.init(service: scheduler)], telemetry: telemetry, logger: logger),
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()
         }

@@ -7,6 +7,7 @@ import OutboundHTTP
 import Queue
 import ServiceLifecycle
 import Store
+import Telemetry
 import Workers
 
 struct WorkCommand: AsyncParsableCommand {
@@ -14,6 +15,7 @@ struct WorkCommand: AsyncParsableCommand {
         commandName: "work", abstract: "Run a worker process (start as many as you like, on as many machines).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var metrics: MetricsOptions
 
     @Option(
         help:
@@ -60,6 +62,9 @@ struct WorkCommand: AsyncParsableCommand {
             let queue = try global.jobQueue(logger: logger)
             let (weights, overrides) = try parseQueues(queues, catalog: queue.catalog)
             FileDescriptors.raiseLimit(toServe: concurrency, logger: logger)
+            // Metrics only with --metrics-port: without it the worker runs no instrumentation at all.
+            let telemetry = metrics.metricsPort == nil ? nil : Telemetry.forProcess()
+            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
             let settings: WorkerSettings
             let mailer: SMTPMailer?
             do {
@@ -70,7 +75,8 @@ struct WorkCommand: AsyncParsableCommand {
             }
             try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
             let services = WorkerServices(
-                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: outboundClient(logger: logger),
+                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database,
+                http: outboundClient(logger: logger, observer: telemetry.map { HTTPClientMetrics(telemetry: $0) }),
                 settings: settings, logger: logger, mailer: mailer)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
@@ -83,12 +89,12 @@ struct WorkCommand: AsyncParsableCommand {
             Task { if let report = await probe.run() { probe.log(report, servesAnalyses: servesAnalyses, logger: logger) } }
             let served = weights.map(\.name)
             let limits = QueueLimits(served: served, catalog: queue.catalog, overrides: overrides)
-            let worker = Worker(
-                queue: queue, registry: registry,
-                options: WorkerOptions(
-                    queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
-                    upkeepLease: .seconds(upkeepLease)),
-                logger: logger)
+            var options = WorkerOptions(
+                queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
+                upkeepLease: .seconds(upkeepLease))
+            if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }
+            let worker = Worker(queue: queue, registry: registry, options: options, logger: logger)
+            telemetry?.addWorkerGauges(concurrency: concurrency) { worker.busy }
             let reload = SettingsReload(
                 global: global, served: served, overrides: overrides, concurrency: concurrency, databasePool: databasePool,
                 databaseBoundKinds: registry.databaseBoundKinds, worker: worker, logger: logger)
@@ -96,7 +102,9 @@ struct WorkCommand: AsyncParsableCommand {
             let reloading = await reload.start()
             defer { reloading.cancel() }
             let group = ServiceGroup(
-                configuration: .init(services: [.init(service: worker)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                configuration: .init(
+                    services: metrics.services([.init(service: worker)], telemetry: telemetry, logger: logger),
+                    gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()
         }
@@ -108,8 +116,8 @@ extension WorkCommand {
     /// time, so the cap never holds back an HTTP/1.1 provider (one call per connection) below what the worker runs,
     /// and it still bounds the connections an HTTP/2 burst opens. With the library's 256, one worker at
     /// --concurrency 1000 held 256 calls to a 1 s model and did 247 chats/s (ops/bench/slow-provider.sh).
-    func outboundClient(logger: Logger) -> HTTPClient {
-        HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger)
+    func outboundClient(logger: Logger, observer: (any HTTPClientObserver)? = nil) -> HTTPClient {
+        HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger, observer: observer)
     }
 }
 
