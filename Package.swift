@@ -32,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // The operators' dashboard (/ops/): server-rendered pages.
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        // Prometheus metrics at GET /metrics (Sources/Telemetry).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -121,10 +124,22 @@ let package = Package(
             ],
             resources: [.copy("AppleRootCA-G3.pem")]
         ),
+        // Prometheus metrics: the registry, job/HTTP/API observers, scrape-time queue gauges and the /metrics listener.
+        .target(
+            name: "Telemetry",
+            dependencies: [
+                "Queue", "Redis", "Postgres", "OutboundHTTP",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "API",
             dependencies: [
-                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -162,8 +177,9 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail",
+                "AppStore", "Mail", "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -227,6 +243,14 @@ let package = Package(
             name: "QueueTests",
             dependencies: [
                 "Queue", "JSON", "JobContracts", "Redis", "Workers", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TelemetryTests",
+            dependencies: [
+                "Telemetry", "Queue", "JSON", "Redis", "Postgres", "OutboundHTTP", "Workers", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
         .testTarget(

@@ -6,6 +6,7 @@ import Logging
 import Postgres
 import Queue
 import Redis
+import Telemetry
 
 /// What the API needs from the rest of the system.
 package struct APIDependencies: Sendable {
@@ -65,10 +66,15 @@ package struct APIDependencies: Sendable {
 /// The CarbScan mobile API (`/api/mobile/v1`, seed 001) on Hummingbird 2.
 package enum APIServer {
     /// The router with every route, and the list of (method, path) it serves.
-    package static func router(_ dependencies: APIDependencies) throws -> (
+    package static func router(_ dependencies: APIDependencies, telemetry: Telemetry? = nil) throws -> (
         router: Router<APIContext>, routes: [(method: String, path: String)]
     ) {
         let router = Router(context: APIContext.self)
+        if let telemetry {
+            // Outermost, so it sees the status the error envelope answered; /metrics is outside /api/mobile/v1.
+            router.add(middleware: APIMetricsMiddleware(telemetry: telemetry))
+            MetricsServer.addRoute(to: router, telemetry: telemetry)
+        }
         let errors = ErrorEnvelopeMiddleware<APIContext>()
         router.add(middleware: errors)
         let api = RouteTable(router: router)
@@ -117,10 +123,11 @@ package enum APIServer {
     }
 
     package static func application(
-        _ dependencies: APIDependencies, host: String, port: Int, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        _ dependencies: APIDependencies, host: String, port: Int, telemetry: Telemetry? = nil,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
         Application(
-            router: try router(dependencies).router,
+            router: try router(dependencies, telemetry: telemetry).router,
             server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(dependencies.idleTimeout.milliseconds) * 1_000_000))),
             configuration: .init(address: .hostname(host, port: port), serverName: "carbscan"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

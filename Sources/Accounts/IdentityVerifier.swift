@@ -112,7 +112,8 @@ package actor IdentityVerifier {
     }
 
     private func fetch() async throws {
-        let response = try await http.send(HTTPRequest(url: provider.jwksURL, headers: [("Accept", "application/json")]))
+        let response = try await http.send(
+            HTTPRequest(url: provider.jwksURL, headers: [("Accept", "application/json")], provider: "identity"))
         guard response.status == 200 else {
             throw TokenError(.unavailable, "JWKS endpoint answered \(response.status)")
         }

@@ -11,10 +11,15 @@ import Logging
 /// process (or per set of options) and call ``shutdown()`` when done; dropping the last reference shuts it down too.
 package final class HTTPClient: Sendable {
     package let options: HTTPClientOptions
+    /// Told of every call's outcome and duration (`/metrics`); nil: nothing is measured.
+    package let observer: (any HTTPClientObserver)?
     private let thread: CurlMultiThread
 
-    package init(options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http")) {
+    package init(
+        options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http"), observer: (any HTTPClientObserver)? = nil
+    ) {
         self.options = options
+        self.observer = observer
         self.thread = CurlMultiThread(name: "carbscan.http", options: options, logger: logger)
     }
 
@@ -31,8 +36,23 @@ package final class HTTPClient: Sendable {
     package func send(
         _ request: HTTPRequest, connectTimeout: Duration? = nil, totalTimeout: Duration? = nil
     ) async throws(HTTPClientError) -> HTTPResponse {
-        let (host, tls) = try Self.target(of: request)
-        return try await thread.submit(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout).get()
+        guard let observer else {
+            let (host, tls) = try Self.target(of: request)
+            return try await thread.submit(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout).get()
+        }
+        let start = ContinuousClock.now
+        do {
+            let (host, tls) = try Self.target(of: request)
+            let response = try await thread.submit(
+                request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout
+            )
+            .get()
+            observer.requestFinished(provider: request.provider, status: response.status, error: nil, duration: .now - start)
+            return response
+        } catch {
+            observer.requestFinished(provider: request.provider, status: nil, error: error.code, duration: .now - start)
+            throw error
+        }
     }
 
     /// Fails in-flight and queued requests with ``HTTPClientError/Code/shutdown``, refuses new ones, and stops the

@@ -102,7 +102,11 @@ package final class PostgresClient: PostgresQueryable {
         isolation: isolated (any Actor)? = #isolation, _ body: (ConnectionThread) async throws -> T
     ) async throws -> T {
         let thread = try await acquire()
-        defer { release(thread) }
+        PostgresConnectionStats.busyCount.wrappingAdd(1, ordering: .relaxed)
+        defer {
+            PostgresConnectionStats.busyCount.wrappingSubtract(1, ordering: .relaxed)
+            release(thread)
+        }
         return try await body(thread)
     }
 

@@ -26,6 +26,7 @@ extension PostgresConnection {
                 Unmanaged<PostgresConnection>.fromOpaque(context).takeUnretainedValue().notice(result)
             }, Unmanaged.passUnretained(self).toOpaque())
         pg = connection
+        PostgresConnectionStats.openCount.wrappingAdd(1, ordering: .relaxed)
         logger.debug("postgres connected", metadata: ["postgres": "\(configuration.displayAddress)"])
     }
 

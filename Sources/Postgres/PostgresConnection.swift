@@ -40,7 +40,10 @@ final class PostgresConnection {
     deinit { close() }
 
     func close() {
-        if let pg { PQfinish(pg) }
+        if let pg {
+            PQfinish(pg)
+            PostgresConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed)
+        }
         pg = nil
     }
 
@@ -75,6 +78,7 @@ final class PostgresConnection {
         }
         failures = 0
         lastError = nil
+        if generation > 0 { PostgresConnectionStats.reconnectCount.wrappingAdd(1, ordering: .relaxed) }
         generation += 1
         return generation
     }

@@ -91,6 +91,9 @@ final class ConnectionThread: TaskExecutor, Sendable {
         var failures = 0
         var nextAttempt = ContinuousClock.now
         var lastError: RedisError?
+        // Whether this connection is counted as open in `RedisConnectionStats`, and whether it ever connected.
+        var countedOpen = false
+        var everConnected = false
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         while true {
             wakeup.wait()
@@ -116,6 +119,10 @@ final class ConnectionThread: TaskExecutor, Sendable {
                 }
                 do {
                     try connection.connect()
+                    if everConnected { RedisConnectionStats.reconnectCount.wrappingAdd(1, ordering: .relaxed) }
+                    everConnected = true
+                    countedOpen = true
+                    RedisConnectionStats.openCount.wrappingAdd(1, ordering: .relaxed)
                     if failures > 0 {
                         logger.info("redis reconnected", metadata: ["redis": "\(configuration.displayAddress)", "attempts": "\(failures)"])
                     }
@@ -138,8 +145,15 @@ final class ConnectionThread: TaskExecutor, Sendable {
                     continue
                 }
             }
+            RedisConnectionStats.busyCount.wrappingAdd(1, ordering: .relaxed)
             run(batch, on: connection)
+            RedisConnectionStats.busyCount.wrappingSubtract(1, ordering: .relaxed)
+            if countedOpen && !connection.isConnected {
+                countedOpen = false
+                RedisConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed)
+            }
         }
+        if countedOpen { RedisConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed) }
         connection.close()
     }
 

@@ -46,7 +46,8 @@ struct AIClient: Sendable {
         return Request(
             kind: kind,
             http: HTTPRequest(
-                method: .post, url: base + "/v1/chat/completions", headers: headers, sharing: HTTPRequestBody(utf8: body.jsonString)))
+                method: .post, url: base + "/v1/chat/completions", headers: headers, sharing: HTTPRequestBody(utf8: body.jsonString),
+                provider: "ai"))
     }
 
     /// The model's JSON answer, decoded as `T`.

@@ -48,7 +48,8 @@ package struct AIModelProbe: Sendable {
 
     private func json(_ url: String, headers: [(name: String, value: String)]) async -> JSONValue? {
         guard
-            let response = try? await services.http.send(HTTPRequest(method: .get, url: url, headers: headers), totalTimeout: .seconds(5)),
+            let response = try? await services.http.send(
+                HTTPRequest(method: .get, url: url, headers: headers, provider: "ai"), totalTimeout: .seconds(5)),
             response.status == 200
         else { return nil }
         return try? JSONValue(parsing: String(decoding: response.body, as: UTF8.self))

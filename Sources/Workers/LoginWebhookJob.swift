@@ -68,7 +68,8 @@ package struct LoginWebhookJob: JobKind {
             headers.append(("apikey", apiKey))
             headers.append(("Authorization", "Bearer \(apiKey)"))
         }
-        return OutboundHTTP.HTTPRequest(method: .post, url: url, headers: headers, body: Array(JSONValue.object(body).jsonString.utf8))
+        return OutboundHTTP.HTTPRequest(
+            method: .post, url: url, headers: headers, body: Array(JSONValue.object(body).jsonString.utf8), provider: "login-webhook")
     }
 
     /// 2xx → delivered; 409 `23505` → delivered before; a sign-out answered 404 → skipped (the endpoint has no

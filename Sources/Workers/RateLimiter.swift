@@ -1,4 +1,5 @@
 import Foundation
+import OutboundHTTP
 import Queue
 import Redis
 
@@ -10,10 +11,13 @@ import Redis
 package struct RateLimiter: Sendable {
     let redis: RedisClient
     let prefix: String
+    /// Told of each wait for a token (`/metrics`), with the bucket's name as the provider.
+    let observer: (any HTTPClientObserver)?
 
-    package init(redis: RedisClient, prefix: String) {
+    package init(redis: RedisClient, prefix: String, observer: (any HTTPClientObserver)? = nil) {
         self.redis = redis
         self.prefix = prefix
+        self.observer = observer
     }
 
     /// The bucket's Redis key: `{prefix}:ratelimit:{name}`.
@@ -34,6 +38,7 @@ package struct RateLimiter: Sendable {
                 throw RedisError(.protocolError, "rate limit script answered \(reply)")
             }
             if waitMicros <= 0 { return }
+            observer?.rateLimitWaited(provider: name)
             // A little jitter, so the workers that all learnt the same refill time do not all ask at once.
             let jitter = Int.random(in: 0...max(1, waitMicros / 10))
             try await Task.sleep(for: .microseconds(waitMicros + jitter))
@@ -80,7 +85,7 @@ package struct RateLimiter: Sendable {
 
 extension WorkerServices {
     /// The process's view of the shared provider buckets (under the queue's key prefix).
-    package var rateLimiter: RateLimiter { RateLimiter(redis: redis, prefix: prefix) }
+    package var rateLimiter: RateLimiter { RateLimiter(redis: redis, prefix: prefix, observer: http.observer) }
 
     /// Waits for a token of the kind's provider bucket (`rate_limit:` in `jobs/<kind>.yml`); returns at once when
     /// the kind has none. Call it right before each outbound request.

@@ -82,7 +82,7 @@ struct StripeClient: Sendable {
         guard Self.isValidID(id) else { throw JobFailure.permanent("'\(id.prefix(80))' is not a subscription id") }
         let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/v1/subscriptions/\(id)"
         let request = OutboundHTTP.HTTPRequest(
-            url: url, headers: [("Authorization", "Bearer \(secretKey)"), ("Accept", "application/json")])
+            url: url, headers: [("Authorization", "Bearer \(secretKey)"), ("Accept", "application/json")], provider: "stripe")
         let response: HTTPResponse
         do {
             response = try await http.send(request)

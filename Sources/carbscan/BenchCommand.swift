@@ -39,6 +39,8 @@ struct QueueBench: AsyncParsableCommand {
     @Option(help: "Pickup-latency send rate (jobs/s).") var pickupRate: Double = 200
     @Option(help: "Figures to measure, comma-separated: bulk, single, process, pickup (for profiling one of them).")
     var only: String = "bulk,single,process,pickup"
+    @Flag(help: "Start the workers with metrics on (--metrics-port 0): the instrumentation's cost is the difference.")
+    var workerMetrics = false
 
     func run() async throws {
         let figures = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -70,7 +72,8 @@ struct QueueBench: AsyncParsableCommand {
         for _ in 0..<workers {
             let p = Process()
             p.executableURL = executable
-            p.arguments = ["work", "--queues", "default", "--concurrency", String(concurrency)]
+            p.arguments =
+                ["work", "--queues", "default", "--concurrency", String(concurrency)] + (workerMetrics ? ["--metrics-port", "0"] : [])
             p.environment = environment
             try p.run()
             processes.append(p)
@@ -125,6 +128,7 @@ struct QueueBench: AsyncParsableCommand {
 
         var summary: [String: Any] = [
             "system": "carbscan (Swift, hiredis, Redis Streams)", "workers": workers, "concurrency_per_worker": concurrency,
+            "worker_metrics": workerMetrics,
             "jobs": jobs, "runs": results,
         ]
         for key in results[0].keys { summary[key] = median(results.compactMap { $0[key] }) }

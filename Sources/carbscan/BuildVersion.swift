@@ -1,6 +1,6 @@
-import Foundation
+import Telemetry
 
-/// The version a process reports (the process registry; env CARBSCAN_VERSION, set by the deploy, else `dev`).
+/// The version a process reports (the process registry and `carbscan_build_info`): env CARBSCAN_VERSION, else `dev`.
 enum BuildVersion {
-    static let current = ProcessInfo.processInfo.environment["CARBSCAN_VERSION"].flatMap { $0.isEmpty ? nil : $0 } ?? "dev"
+    static let current = Telemetry.version
 }

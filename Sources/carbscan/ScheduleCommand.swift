@@ -7,6 +7,7 @@ import OutboundHTTP
 import Queue
 import ServiceLifecycle
 import Store
+import Telemetry
 import Workers
 
 struct ScheduleCommand: AsyncParsableCommand {
@@ -14,6 +15,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         commandName: "schedule", abstract: "Fire the cron schedules of jobs/*.yml (safe to run several).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var metrics: MetricsOptions
 
     @Option(help: "Seconds between the process's beats in the registry (carbscan processes); it drops out after two missed.")
     var heartbeat: Double = 5
@@ -30,12 +32,16 @@ struct ScheduleCommand: AsyncParsableCommand {
             let zone = try EnvironmentSettings(ProcessInfo.processInfo.environment).timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
             try SettingChecks.scanResetZone(zone, catalog: queue.catalog)
             let scheduler = CronScheduler(queue: queue, logger: logger)
+            let telemetry = metrics.metricsPort == nil ? nil : Telemetry.forProcess()
+            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
             let beacon = ProcessBeacon(
                 queue: queue, schedulerInterval: .milliseconds(Int64(heartbeat * 1000)), version: BuildVersion.current, logger: logger)
             // The beacon returns on `carbscan processes stop`, which ends the group as a SIGTERM would.
             let group = ServiceGroup(
                 configuration: .init(
-                    services: [.init(service: scheduler), .init(service: beacon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                    services: metrics.services(
+                        [.init(service: scheduler), .init(service: beacon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                        telemetry: telemetry, logger: logger),
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()

@@ -9,6 +9,7 @@ import OutboundHTTP
 import Postgres
 import ServiceLifecycle
 import Store
+import Telemetry
 
 /// `carbscan serve`: the mobile API.
 struct ServeCommand: AsyncParsableCommand {
@@ -16,6 +17,12 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve", abstract: "Run the mobile API (/api/mobile/v1) on Hummingbird.")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var metrics: MetricsOptions
+
+    /// The API's own port answers GET /metrics (no auth: keep that path off the public internet, see
+    /// docs/operating-ops-metrics.md); this turns it and the API's instrumentation off.
+    @Flag(help: "Answer no /metrics and count nothing (default: /metrics on the API's port, and on --metrics-port).")
+    var noMetrics = false
 
     @Option(help: "Address to listen on (env CARBSCAN_HOST).")
     var host: String = ProcessInfo.processInfo.environment["CARBSCAN_HOST"] ?? "127.0.0.1"
@@ -28,6 +35,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Postgres connections of this process.")
     var databasePool: Int = 8
+
+    func validate() throws {
+        if noMetrics && metrics.metricsPort != nil { throw ValidationError("--no-metrics and --metrics-port exclude each other") }
+    }
 
     func run() async throws {
         LogSetup.bootstrap()
@@ -47,17 +58,23 @@ struct ServeCommand: AsyncParsableCommand {
             let database = try global.database(logger: logger, poolSize: databasePool)
             if migrate { try await Schema.migrate(database, logger: logger) }
             let queue = try global.jobQueue(logger: logger)
-            let dependencies = await APIDependencies.live(database: database, queue: queue, settings: settings, logger: logger)
+            let telemetry = noMetrics ? nil : Telemetry.forProcess()
+            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
+            let http = HTTPClient(observer: telemetry.map { HTTPClientMetrics(telemetry: $0) })
+            let dependencies = await APIDependencies.live(
+                database: database, queue: queue, settings: settings, logger: logger, http: http)
             try SettingChecks.scanResetZone(dependencies.scanResetTimeZone, catalog: queue.catalog)
             if let warning = try? await queue.evictionWarning() { logger.warning("\(warning)") }
-            let app = try APIServer.application(dependencies, host: host, port: port) { port in
+            let app = try APIServer.application(dependencies, host: host, port: port, telemetry: telemetry) { port in
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
             }
             let group = ServiceGroup(
                 configuration: .init(
                     // Shut down in reverse: the waiter first, so pending long-polls are answered with their job at once,
                     // then the server, which finishes the requests in flight (those answers among them).
-                    services: [.init(service: app), .init(service: dependencies.waiter)], gracefulShutdownSignals: [.sigterm, .sigint],
+                    services: metrics.services(
+                        [.init(service: app), .init(service: dependencies.waiter)], telemetry: telemetry, logger: logger),
+                    gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger))
             try await group.run()
             database.shutdown()

@@ -7,6 +7,7 @@ import OutboundHTTP
 import Queue
 import ServiceLifecycle
 import Store
+import Telemetry
 import Workers
 
 struct WorkCommand: AsyncParsableCommand {
@@ -14,6 +15,7 @@ struct WorkCommand: AsyncParsableCommand {
         commandName: "work", abstract: "Run a worker process (start as many as you like, on as many machines).")
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var metrics: MetricsOptions
 
     @Option(
         help:
@@ -64,6 +66,9 @@ struct WorkCommand: AsyncParsableCommand {
             let queue = try global.jobQueue(logger: logger)
             let (weights, overrides) = try parseQueues(queues, catalog: queue.catalog)
             FileDescriptors.raiseLimit(toServe: concurrency, logger: logger)
+            // Metrics only with --metrics-port: without it the worker runs no instrumentation at all.
+            let telemetry = metrics.metricsPort == nil ? nil : Telemetry.forProcess()
+            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
             let settings: WorkerSettings
             let mailer: SMTPMailer?
             do {
@@ -74,7 +79,8 @@ struct WorkCommand: AsyncParsableCommand {
             }
             try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
             let services = WorkerServices(
-                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database, http: outboundClient(logger: logger),
+                redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database,
+                http: outboundClient(logger: logger, observer: telemetry.map { HTTPClientMetrics(telemetry: $0) }),
                 settings: settings, logger: logger, mailer: mailer)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
@@ -92,7 +98,9 @@ struct WorkCommand: AsyncParsableCommand {
                 upkeepLease: .seconds(upkeepLease))
             let counters = ProcessCounters()
             options.observers.append(counters)
+            if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }
             let worker = Worker(queue: queue, registry: registry, options: options, logger: logger)
+            telemetry?.addWorkerGauges(concurrency: concurrency) { worker.busy }
             let beacon = ProcessBeacon(
                 queue: queue, worker: worker, counters: counters, interval: .milliseconds(Int64(heartbeat * 1000)),
                 version: BuildVersion.current, logger: logger)
@@ -106,7 +114,9 @@ struct WorkCommand: AsyncParsableCommand {
             // worker that returns (`carbscan processes stop`) ends the group as a SIGTERM would.
             let group = ServiceGroup(
                 configuration: .init(
-                    services: [.init(service: beacon), .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)],
+                    services: metrics.services(
+                        [.init(service: beacon), .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)],
+                        telemetry: telemetry, logger: logger),
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()
@@ -119,8 +129,8 @@ extension WorkCommand {
     /// time, so the cap never holds back an HTTP/1.1 provider (one call per connection) below what the worker runs,
     /// and it still bounds the connections an HTTP/2 burst opens. With the library's 256, one worker at
     /// --concurrency 1000 held 256 calls to a 1 s model and did 247 chats/s (ops/bench/slow-provider.sh).
-    func outboundClient(logger: Logger) -> HTTPClient {
-        HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger)
+    func outboundClient(logger: Logger, observer: (any HTTPClientObserver)? = nil) -> HTTPClient {
+        HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger, observer: observer)
     }
 }
 

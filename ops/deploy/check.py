@@ -21,7 +21,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 # Flags the kit uses that another branch adds (ops-metrics): missing from --help, they warn instead of failing.
 # Once that branch is merged they are in --help, and the check below says to empty this list.
-PENDING_FLAGS = {"--metrics-port", "--metrics-host"}
+PENDING_FLAGS: set[str] = set()
 # Seconds the supervisor waits past the worker's --grace before it kills: systemd's TimeoutStopSec and Kubernetes'
 # terminationGracePeriodSeconds are both grace + this.
 GRACE_MARGIN = 10

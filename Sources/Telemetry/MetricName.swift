@@ -1,0 +1,32 @@
+/// The names `/metrics` exports, fixed with the deploy kit and the dashboard (docs/operating-ops-metrics.md lists
+/// them with their meanings). Base units, `_total` counters, `_seconds` histograms.
+public enum MetricName {
+    public static let queueJobs = "carbscan_queue_jobs"
+    public static let queueLatency = "carbscan_queue_latency_seconds"
+    public static let queuePaused = "carbscan_queue_paused"
+    public static let workersAlive = "carbscan_workers_alive"
+
+    public static let jobsStarted = "carbscan_jobs_started_total"
+    public static let jobsSucceeded = "carbscan_jobs_succeeded_total"
+    public static let jobsFailed = "carbscan_jobs_failed_total"
+    public static let jobsRetried = "carbscan_jobs_retried_total"
+    public static let jobsDead = "carbscan_jobs_dead_total"
+    public static let jobsPostponed = "carbscan_jobs_postponed_total"
+    public static let jobDuration = "carbscan_job_duration_seconds"
+
+    public static let httpClientRequests = "carbscan_http_client_requests_total"
+    public static let httpClientDuration = "carbscan_http_client_request_duration_seconds"
+    public static let httpClientRateLimitWaits = "carbscan_http_client_rate_limit_waits_total"
+
+    public static let apiRequests = "carbscan_api_requests_total"
+    public static let apiDuration = "carbscan_api_request_duration_seconds"
+
+    public static let workerBusySlots = "carbscan_worker_busy_slots"
+    public static let workerConcurrency = "carbscan_worker_concurrency"
+    public static let redisConnections = "carbscan_redis_connections"
+    public static let redisReconnects = "carbscan_redis_reconnects_total"
+    public static let postgresConnections = "carbscan_postgres_connections"
+    public static let postgresReconnects = "carbscan_postgres_reconnects_total"
+    public static let buildInfo = "carbscan_build_info"
+    public static let processStartTime = "carbscan_process_start_time_seconds"
+}
