@@ -75,3 +75,10 @@ extension JobQueue {
         return states
     }
 }
+
+extension JobQueue {
+    /// Each queue's latency alone (the dashboard's overview): see ``QueueState/latency``.
+    public func latencies() async throws -> [String: Duration] {
+        Dictionary(uniqueKeysWithValues: try await states().map { ($0.queue, $0.latency) })
+    }
+}
