@@ -8,10 +8,11 @@ import Synchronization
 /// add; a kind outside the catalog (an entry written by hand) gets its handles once, under a lock, at most
 /// `maxOtherKinds` of them before they all count as kind `other`.
 public final class JobMetrics: WorkerObserver {
-    struct Handles: Sendable {
-        var queue: String
-        var started, succeeded, failed, retried, dead, postponed: Counter
-        var duration: CoreMetrics.Timer
+    /// A class, so a job's lookup hands out one reference, not a struct of eight to retain and release.
+    final class Handles: Sendable {
+        let queue: String
+        let started, succeeded, failed, retried, dead, postponed: Counter
+        let duration: CoreMetrics.Timer
 
         init(queue: String, kind: String, factory: any MetricsFactory) {
             self.queue = queue
