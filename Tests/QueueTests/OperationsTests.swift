@@ -113,6 +113,8 @@ import Workers
         let long = try #require(
             try await env.queue.enqueue("noop", payload: Self.noop(["sleepMs": .int(800)]), options: .init(indexed: true)).id)
         #expect(try await eventually { try await env.status(long) == .running })
+        // The beacon's first beat may come after the job started (a loaded clean-clone run signalled before it).
+        #expect(try await eventually { try await registry.processes().count == 1 })
         // A prefix of the id names the process.
         let id = try await registry.signal(.quiet, to: String(running.worker.options.consumer.prefix(6)))
         #expect(id == running.worker.options.consumer)
