@@ -223,15 +223,30 @@ public final class JobQueue: Sendable {
     private func enqueueEntries(_ jobs: [PreparedJob], queue: String, into results: inout [EnqueueResult]) async throws {
         let stream = keys(queue).stream
         let replies = try await redis.pipeline(
-            jobs.map { job in
-                [
-                    "XADD", stream, "*", JobField.id.rawValue, job.id.rawValue, JobField.kind.rawValue, job.kind,
-                    JobField.payload.rawValue, job.payload, JobField.maxAttempts.rawValue, String(job.maxAttempts),
-                    JobField.visibilityMs.rawValue, String(job.visibilityMs),
-                ]
+            jobs.map {
+                Self.entryCommand(
+                    stream, id: $0.id, kind: $0.kind, payload: $0.payload, maxAttempts: $0.maxAttempts, visibilityMs: $0.visibilityMs)
             })
         for case .error(let message) in replies { throw RedisError(.server, "enqueue failed: \(message)") }
         for job in jobs { results[job.index] = .enqueued(job.id) }
+    }
+
+    private static func entryCommand(
+        _ stream: String, id: JobID, kind: String, payload: String, maxAttempts: Int, visibilityMs: Int64
+    ) -> [String] {
+        [
+            "XADD", stream, "*", JobField.id.rawValue, id.rawValue, JobField.kind.rawValue, kind, JobField.payload.rawValue, payload,
+            JobField.maxAttempts.rawValue, String(maxAttempts), JobField.visibilityMs.rawValue, String(visibilityMs),
+        ]
+    }
+
+    /// The command that enqueues one plain job of `kind` with `payload` (a fresh id each call): the queue benchmark
+    /// has `redis-benchmark` repeat it, to measure what Redis's own work on the entry costs.
+    package func entryCommand(kind: String, payload: String) throws(QueueError) -> [String] {
+        let spec = try spec(kind)
+        return Self.entryCommand(
+            keys(spec.queue).stream, id: .random(), kind: spec.name, payload: payload, maxAttempts: spec.maxAttempts,
+            visibilityMs: spec.visibilityTimeout.milliseconds)
     }
 
     /// Plain jobs with a record from the start (indexed, or with an owner): their records and stream entries in

@@ -94,13 +94,22 @@ struct QueueBench: AsyncParsableCommand {
             }
             if figures.contains("single") {
                 // The physical limit of one awaited call at a time, measured around ours under the same conditions.
-                let before = try await lpushYardstick()
+                // And the same bound for the very XADD a noop enqueue sends: what Redis's work on the entry costs.
+                let xadd = try enqueueQueue.entryCommand(kind: "noop", payload: "{}")
+                let before = try await yardstick(["-t", "lpush"], answer: "LPUSH")
+                let xaddBefore = try await yardstick(xadd, answer: "XADD")
                 let single = try await singleEnqueue(enqueueQueue, inFlight: 1)
-                let after = try await lpushYardstick()
+                let xaddAfter = try await yardstick(xadd, answer: "XADD")
+                let after = try await yardstick(["-t", "lpush"], answer: "LPUSH")
+                try await clear(prefix + "-enqueue", redis)
                 r["single_enqueue_per_s"] = single
                 if let before, let after {
                     r["lpush_c1_p1_per_s"] = (before + after) / 2
                     r["single_enqueue_share_of_lpush"] = single / ((before + after) / 2)
+                }
+                if let xaddBefore, let xaddAfter {
+                    r["xadd_c1_p1_per_s"] = (xaddBefore + xaddAfter) / 2
+                    r["single_enqueue_share_of_xadd"] = single / ((xaddBefore + xaddAfter) / 2)
                 }
                 r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 64)
             }
@@ -238,7 +247,9 @@ struct QueueBench: AsyncParsableCommand {
 
     /// `redis-benchmark -c 1 -P 1 -t lpush` against the same Redis: LPUSHes/s, one awaited at a time (nil without
     /// redis-benchmark).
-    private func lpushYardstick() async throws -> Double? {
+    /// `redis-benchmark -c 1 -P 1` of `test` (`-t NAME` or a whole command) on our Redis: one awaited round trip at a
+    /// time, in C, the physical limit of a one-by-one producer. Requests per second; nil without redis-benchmark.
+    private func yardstick(_ test: [String], answer: String) async throws -> Double? {
         let configuration = try RedisConfiguration(url: global.redisURL)
         let candidates = ["/usr/bin/redis-benchmark", "/usr/local/bin/redis-benchmark"]
         guard let path = candidates.first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
@@ -246,7 +257,7 @@ struct QueueBench: AsyncParsableCommand {
         process.executableURL = URL(fileURLWithPath: path)
         var arguments = ["-h", configuration.host, "-p", String(configuration.port), "-c", "1", "-P", "1", "-n", String(jobs)]
         if let password = configuration.password { arguments += ["-a", password] }
-        process.arguments = arguments + ["-t", "lpush", "--csv"]
+        process.arguments = arguments + ["--csv"] + test
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -254,9 +265,9 @@ struct QueueBench: AsyncParsableCommand {
             process.terminationHandler = { _ in done.resume() }
             do { try process.run() } catch { done.resume() }
         }
-        // `"LPUSH","36900.37",…`
+        // `"LPUSH","36900.37",…`, or the whole command in the first column.
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let line = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix("\"LPUSH") }
+        let line = text.split(whereSeparator: \.isNewline).first { $0.hasPrefix("\"" + answer) }
         return line.flatMap { Double($0.split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
     }
 

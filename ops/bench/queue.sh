@@ -66,6 +66,11 @@ if "lpush_c1_p1_per_s" in ours:
               f"`carbscan bench queue` just before and after its single enqueue (workers idle, as for ours): median "
               f"{ours['lpush_c1_p1_per_s']:,.0f}/s. carbscan's single enqueue is {share:.0%} of it (median of the runs' "
               f"ratios; target ≥ 90%{' ✓' if share >= 0.9 else ' ✗'})."]
+if "xadd_c1_p1_per_s" in ours:
+    lines += ["", f"The same yardstick with the very `XADD` a noop enqueue sends (`redis-benchmark -c 1 -P 1 XADD …`, "
+              f"Redis's own work on the entry included): median {ours['xadd_c1_p1_per_s']:,.0f}/s, "
+              f"{ours['xadd_c1_p1_per_s'] / ours['lpush_c1_p1_per_s']:.0%} of LPUSH's; carbscan's single enqueue is "
+              f"{ours['single_enqueue_share_of_xadd']:.0%} of it."]
 extra = ours.get("single_enqueue_64_in_flight_per_s")
 if extra: lines += ["", f"carbscan single enqueue with 64 calls in flight (auto-pipelined): {extra:,.0f} jobs/s."]
 lines += ["", f"carbscan: {ours['workers']} workers × concurrency {ours['concurrency_per_worker']}; at-least-once on (stream pending list, batched acks)."]
