@@ -97,8 +97,13 @@ struct QueueBench: AsyncParsableCommand {
                 // And the same bound for the very XADD a noop enqueue sends: what Redis's work on the entry costs.
                 let xadd = try enqueueQueue.entryCommand(kind: "noop", payload: "{}")
                 let before = try await yardstick(["-t", "lpush"], answer: "LPUSH")
+                // The client's CPU per call, redis-benchmark's (a C loop over one socket) against ours.
+                let childrenCPU = cpuSeconds(RUSAGE_CHILDREN)
                 let xaddBefore = try await yardstick(xadd, answer: "XADD")
+                r["xadd_c1_p1_client_cpu_us"] = (cpuSeconds(RUSAGE_CHILDREN) - childrenCPU) * 1e6 / Double(jobs)
+                let ownCPU = cpuSeconds(RUSAGE_SELF)
                 let single = try await singleEnqueue(enqueueQueue, inFlight: 1)
+                r["single_enqueue_client_cpu_us"] = (cpuSeconds(RUSAGE_SELF) - ownCPU) * 1e6 / Double(jobs)
                 let xaddAfter = try await yardstick(xadd, answer: "XADD")
                 let after = try await yardstick(["-t", "lpush"], answer: "LPUSH")
                 try await clear(prefix + "-enqueue", redis)

@@ -45,7 +45,7 @@ struct HTTPInflightBench: AsyncParsableCommand {
         }
         _ = try await stats()
         let baseline = Self.status()
-        let cpuBefore = Self.cpuSeconds()
+        let cpuBefore = cpuSeconds(RUSAGE_SELF)
 
         let padding = String(repeating: "x", count: max(0, bodyBytes - 60))
         let body = Array(#"{"model":"bench","messages":[{"role":"user","content":"\#(padding)"}]}"#.utf8)
@@ -86,7 +86,7 @@ struct HTTPInflightBench: AsyncParsableCommand {
             "seconds_until_all_held": Double(held.1.components.seconds) + Double(held.1.components.attoseconds) / 1e18,
             "rss_baseline_kib": baseline.rss, "rss_all_held_kib": held.0.rss, "rss_peak_kib": peak.peak,
             "rss_bytes_per_request_held": perRequest(held.0.rss).rounded(), "rss_bytes_per_request_peak": perRequest(peak.peak).rounded(),
-            "cpu_seconds": ((Self.cpuSeconds() - cpuBefore) * 100).rounded() / 100,
+            "cpu_seconds": ((cpuSeconds(RUSAGE_SELF) - cpuBefore) * 100).rounded() / 100,
         ]
         let data = try JSONSerialization.data(withJSONObject: summary, options: [.prettyPrinted, .sortedKeys])
         FileHandle.standardOutput.write(data + Data("\n".utf8))
@@ -102,10 +102,4 @@ struct HTTPInflightBench: AsyncParsableCommand {
         return (field("VmRSS"), field("VmHWM"))
     }
 
-    /// User and system CPU time of this process so far.
-    private static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-    }
 }
