@@ -250,8 +250,6 @@ struct QueueBench: AsyncParsableCommand {
         throw CLIError("workers did not start")
     }
 
-    /// `redis-benchmark -c 1 -P 1 -t lpush` against the same Redis: LPUSHes/s, one awaited at a time (nil without
-    /// redis-benchmark).
     /// `redis-benchmark -c 1 -P 1` of `test` (`-t NAME` or a whole command) on our Redis: one awaited round trip at a
     /// time, in C, the physical limit of a one-by-one producer. Requests per second; nil without redis-benchmark.
     private func yardstick(_ test: [String], answer: String) async throws -> Double? {
