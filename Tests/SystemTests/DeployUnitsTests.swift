@@ -195,13 +195,6 @@ import Testing
         process.executableURL = URL(fileURLWithPath: argv[0])
         process.arguments = Array(argv.dropFirst())
         process.environment = environment.merging(["PATH": "/usr/local/bin:/usr/bin:/bin"]) { unit, _ in unit }
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-unit-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        return RunningProcess(process: process, log: log)
+        return try RunningProcess.run(process, logNamed: "carbscan-unit")
     }
 }

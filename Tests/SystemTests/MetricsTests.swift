@@ -13,15 +13,7 @@ import Testing
 /// scheduler's queue latency, and the API's requests by route template.
 @Suite struct MetricsTests {
     /// Noop with fast fixed retries, so a job that always fails is dead within a second.
-    static let noop = """
-        queue: default
-        timeout: 5s
-        visibility_timeout: 3s
-        attempts: 3
-        backoff: { type: fixed, delay: 100ms }
-        retention: { succeeded: 1h, failed: 1d }
-        payload: { type: object }
-        """
+    static let noop = TestKinds.noop + "\npayload: { type: object }"
     /// Set in the processes' environment; must never appear in a scrape.
     static let canary = "sk-canary-\(UUID().uuidString)"
 

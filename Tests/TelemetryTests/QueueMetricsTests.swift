@@ -18,14 +18,7 @@ import Workers
 /// metrics listener; and the queue latency read from Redis.
 @Suite struct QueueMetricsTests {
     /// Noop as these tests need it: fast fixed retries, three attempts.
-    static let noop = """
-        queue: default
-        timeout: 5s
-        visibility_timeout: 3s
-        attempts: 3
-        backoff: { type: fixed, delay: 100ms }
-        retention: { succeeded: 1h, failed: 1d }
-        """
+    static let noop = TestKinds.noop
 
     static func queue(name: String = #function) throws -> JobQueue {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")

@@ -13,14 +13,7 @@ struct TestEnvironment {
     let prefix: String
 
     /// The noop kind as tests need it: short leases, fast fixed retries, a permissive schema.
-    static let noop = """
-        queue: default
-        timeout: 5s
-        visibility_timeout: 3s
-        attempts: 3
-        backoff: { type: fixed, delay: 100ms }
-        retention: { succeeded: 1h, failed: 1d }
-        """
+    static let noop = TestKinds.noop
 
     init(
         kinds: [String: String] = ["noop": Self.noop], options: QueueOptions? = nil, redisURL: String = TestServices.redisURL,

@@ -41,14 +41,7 @@ enum CarbScanBinary {
         environment["LOG_LEVEL"] = "info"
         for (key, value) in extra { environment[key] = value }
         process.environment = environment
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        return RunningProcess(process: process, log: log)
+        return try RunningProcess.run(process, logNamed: "carbscan")
     }
 
     /// Runs `carbscan ARGS` to completion. Output goes through files, not pipes: a pipe's write end inherited by
@@ -111,6 +104,18 @@ struct RunningProcess {
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Runs `process` with no input, its output and errors going to a new log file named `<prefix>-<uuid>.log`.
+    static func run(_ process: Process, logNamed prefix: String) throws -> RunningProcess {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return RunningProcess(process: process, log: log)
+    }
 
     /// Waits for the exit; returns the status, or nil when it did not exit in time (then it is killed).
     func waitForExit(timeout: Duration) async -> Int32? {
