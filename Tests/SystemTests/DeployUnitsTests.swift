@@ -103,6 +103,8 @@ import Testing
                 unit.process.output.split(separator: "\n").first { $0.contains(#""msg":"worker started""#) }.map(String.init) ?? ""
             }
             let (workerA, workerB) = (started[2], started[3])
+            // A worker logs its start after it joined the queue's group (and one more Redis call): wait for the lines.
+            #expect(try await eventually { !startLine(workerA).isEmpty && !startLine(workerB).isEmpty })
             #expect(startLine(workerA).contains(#""queues":"default""#), "\(workerA.process.output)")
             #expect(startLine(workerA).contains(#""concurrency":"1000""#), "\(workerA.process.output)")
             #expect(["ai", "default", "maintenance"].allSatisfy(startLine(workerB).contains), "\(workerB.process.output)")
