@@ -43,14 +43,7 @@ extension JobQueue {
         var heads: [(index: Int, command: [String])] = []
         for (index, queue) in queues.enumerated() {
             let r = Array(replies[1 + index * perQueue..<1 + (index + 1) * perQueue])
-            var queued = r[0].int ?? 0
-            var running = 0
-            var from = "-"
-            if let group = r[1].array?.lazy.compactMap(\.fields).first(where: { $0["name"]?.string == QueueKeys.group }) {
-                running = group["pending"]?.int ?? 0
-                queued = group["lag"]?.int ?? max(0, queued - running)
-                from = "(" + (group["last-delivered-id"]?.string ?? "0-0")
-            }
+            let stream = StreamCounts(length: r[0], groups: r[1])
             var oldestDueMs: Int64?
             for head in [r[5], r[6]] {
                 guard let pair = head.array, pair.count == 2, let score = pair[1].string.flatMap(Double.init) else { continue }
@@ -60,9 +53,9 @@ extension JobQueue {
             let age = oldestDueMs.map { nowMs - $0 } ?? 0
             states.append(
                 QueueState(
-                    queue: queue, queued: queued, running: running, scheduled: r[2].int ?? 0, retrying: r[3].int ?? 0,
+                    queue: queue, queued: stream.queued, running: stream.running, scheduled: r[2].int ?? 0, retrying: r[3].int ?? 0,
                     dead: r[4].int ?? 0, latency: .milliseconds(age)))
-            if queued > 0 { heads.append((index, ["XRANGE", keys(queue).stream, from, "+", "COUNT", "1"])) }
+            if stream.queued > 0 { heads.append((index, ["XRANGE", keys(queue).stream, stream.undeliveredFrom, "+", "COUNT", "1"])) }
         }
         guard !heads.isEmpty else { return states }
         let entries = try await redis.pipeline(heads.map(\.command))
@@ -80,5 +73,24 @@ extension JobQueue {
     /// Each queue's latency alone (the dashboard's overview): see ``QueueState/latency``.
     public func latencies() async throws -> [String: Duration] {
         Dictionary(uniqueKeysWithValues: try await states().map { ($0.queue, $0.latency) })
+    }
+}
+
+/// What a queue's stream holds for the workers' group, from `XLEN` and `XINFO GROUPS`. The stream keeps acknowledged
+/// entries until the finished head is trimmed, so what waits is the group's lag (entries not yet delivered) and what
+/// runs its pending count. Before any worker created the group (XINFO fails or lists no group), every entry waits.
+struct StreamCounts {
+    var queued: Int
+    var running = 0
+    /// The `XRANGE` start of the first undelivered entry: after the group's last delivered id, or the stream's start.
+    var undeliveredFrom = "-"
+
+    init(length: RedisValue, groups: RedisValue) {
+        queued = length.int ?? 0
+        if let group = groups.array?.lazy.compactMap(\.fields).first(where: { $0["name"]?.string == QueueKeys.group }) {
+            running = group["pending"]?.int ?? 0
+            queued = group["lag"]?.int ?? max(0, queued - running)
+            undeliveredFrom = "(" + (group["last-delivered-id"]?.string ?? "0-0")
+        }
     }
 }

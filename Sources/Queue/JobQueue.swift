@@ -393,18 +393,10 @@ public final class JobQueue: Sendable {
             })
         return queues.enumerated().map { index, queue in
             let r = Array(replies[index * 6..<index * 6 + 6])
-            // The stream still holds acknowledged entries until the finished head is trimmed, so what waits is the
-            // group's lag (entries not yet delivered), and what runs its pending count. Before any worker created the
-            // group (XINFO fails or lists no group), every entry waits.
-            var queued = r[0].int ?? 0
-            var running = 0
-            if let group = r[1].array?.lazy.compactMap(\.fields).first(where: { $0["name"]?.string == QueueKeys.group }) {
-                running = group["pending"]?.int ?? 0
-                queued = group["lag"]?.int ?? max(0, queued - running)
-            }
+            let stream = StreamCounts(length: r[0], groups: r[1])
             let totals = r[5].array ?? []
             return QueueStats(
-                queue: queue, queued: queued, running: running, scheduled: r[2].int ?? 0,
+                queue: queue, queued: stream.queued, running: stream.running, scheduled: r[2].int ?? 0,
                 retrying: r[3].int ?? 0, dead: r[4].int ?? 0, succeededTotal: totals.first?.int ?? 0,
                 failedTotal: totals.dropFirst().first?.int ?? 0, retriedTotal: totals.dropFirst(2).first?.int ?? 0)
         }
