@@ -1,9 +1,14 @@
 import Foundation
 
-/// Where and how to connect. Built from `redis://[[user]:password@]host[:port][/db]`.
+/// Where and how to connect. Built from `redis://[[user]:password@]host[:port][,host[:port]…][/db]`.
 public struct RedisConfiguration: Sendable, Equatable {
     public var host: String
     public var port: Int
+    /// More addresses of the same cluster's nodes, asked in turn when `host:port` does not answer the first time the
+    /// client learns the cluster's map (`redis://h1:6379,h2:6379`). Empty for a standalone server.
+    public var otherSeeds: [RedisEndpoint] = []
+    /// False: talk to this one server even when it is a cluster node (a tool or test looking at one node).
+    public var followsCluster = true
     public var username: String?
     public var password: String?
     public var database: Int
@@ -33,8 +38,9 @@ public struct RedisConfiguration: Sendable, Equatable {
         self.reconnectMax = reconnectMax
     }
 
-    /// Parses `redis://[[user]:password@]host[:port][/db]`.
+    /// Parses `redis://[[user]:password@]host[:port][,host[:port]…][/db]`: several addresses name nodes of one cluster.
     public init(url: String) throws(RedisError) {
+        let (url, others) = try Self.splitSeeds(url)
         guard let components = URLComponents(string: url), components.scheme == "redis" else {
             throw RedisError(.invalidURL, "expected redis://[:password@]host:port/db, got '\(Self.redacted(url))'")
         }
@@ -51,6 +57,39 @@ public struct RedisConfiguration: Sendable, Equatable {
             guard let db = Int(path), db >= 0 else { throw RedisError(.invalidURL, "database must be a number, got '\(path)'") }
             database = db
         }
+        otherSeeds = others
+    }
+
+    /// The URL with only its first address, and the other addresses of a comma-separated list.
+    private static func splitSeeds(_ url: String) throws(RedisError) -> (String, [RedisEndpoint]) {
+        guard let start = url.range(of: "://")?.upperBound, url[start...].contains(",") else { return (url, []) }
+        let end = url[start...].firstIndex { $0 == "/" || $0 == "?" } ?? url.endIndex
+        let authority = url[start..<end]
+        let hostsStart = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+        let addresses = authority[hostsStart...].split(separator: ",", omittingEmptySubsequences: false)
+        var others: [RedisEndpoint] = []
+        for address in addresses.dropFirst() {
+            let colon = address.lastIndex(of: ":")
+            let host = colon.map { address[..<$0] } ?? address
+            let port = colon.map { Int(address[address.index(after: $0)...]) } ?? 6379
+            guard !host.isEmpty, let port, (1...65535).contains(port) else {
+                throw RedisError(.invalidURL, "expected host:port in a list of addresses, got '\(address)'")
+            }
+            others.append(RedisEndpoint(host: String(host), port: port))
+        }
+        return (String(url[..<hostsStart]) + String(addresses[0]) + String(url[end...]), others)
+    }
+
+    /// The first address, then the others.
+    public var seeds: [RedisEndpoint] { [RedisEndpoint(host: host, port: port)] + otherSeeds }
+
+    /// These settings, for the server at `endpoint` (a node of the cluster).
+    func at(_ endpoint: RedisEndpoint) -> RedisConfiguration {
+        var copy = self
+        copy.host = endpoint.host
+        copy.port = endpoint.port
+        copy.otherSeeds = []
+        return copy
     }
 
     /// The URL with any password replaced, fit for logs.
@@ -60,5 +99,7 @@ public struct RedisConfiguration: Sendable, Equatable {
         return components.string ?? "redis://***"
     }
 
-    public var displayAddress: String { "\(host):\(port)/\(database)" }
+    public var displayAddress: String {
+        seeds.map(\.description).joined(separator: ",") + "/\(database)"
+    }
 }

@@ -1,7 +1,7 @@
 /// Why a Redis call failed. `code` tells callers whether retrying can help.
 public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: String { case connection, timeout, protocolError, server, closed, invalidURL }
+        private enum Value: String { case connection, timeout, protocolError, server, closed, invalidURL, unroutable }
         private let value: Value
         /// The server could not be reached, or the connection broke; the command may or may not have run.
         public static let connection = Code(value: .connection)
@@ -14,6 +14,9 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
         /// The client was shut down.
         public static let closed = Code(value: .closed)
         public static let invalidURL = Code(value: .invalidURL)
+        /// A cluster cannot answer this command as asked: it names keys of several slots, or would answer for one
+        /// node only (`SCAN`, `DBSIZE`). A mistake of the caller's, never retried.
+        public static let unroutable = Code(value: .unroutable)
         public var description: String { value.rawValue }
     }
 
@@ -30,7 +33,15 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// True when Redis is unreachable or full (`OOM`: `maxmemory` reached with `noeviction`) — a state of the server
     /// that passes, not a command that is wrong.
-    public var isOutage: Bool { isTransient || isOutOfMemory }
+    public var isOutage: Bool { isTransient || isOutOfMemory || isClusterInTransition }
+
+    /// A cluster answering that it cannot serve the slot now (`CLUSTERDOWN` while a master fails over, `TRYAGAIN`
+    /// while a slot migrates, `MASTERDOWN`, `LOADING`): a state that passes.
+    public var isClusterInTransition: Bool {
+        // A script's error is prefixed with its name: "enqueue: CLUSTERDOWN …".
+        code == .server
+            && ["CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "LOADING"].contains { message.hasPrefix($0) || message.contains(": \($0) ") }
+    }
 
     /// `OOM command not allowed when used memory > 'maxmemory'`: a write refused until memory is freed.
     public var isOutOfMemory: Bool { code == .server && message.contains("OOM command not allowed") }

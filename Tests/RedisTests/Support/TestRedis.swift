@@ -34,3 +34,52 @@ enum TestRedis {
         }
     }
 }
+
+/// The cluster `ops/cluster.sh` started (`CARBSCAN_CLUSTER_URL`).
+enum TestCluster {
+    static func client(poolSize: Int = 2, readTimeout: Duration = .seconds(5)) throws -> RedisClient {
+        var configuration = try RedisConfiguration(url: TestServices.clusterURL)
+        configuration.poolSize = poolSize
+        configuration.readTimeout = readTimeout
+        return RedisClient(configuration: configuration)
+    }
+
+    /// A client of one node only (no routing), to look at or steer that node.
+    static func node(_ endpoint: RedisEndpoint) -> RedisClient {
+        var configuration = RedisConfiguration(host: endpoint.host, port: endpoint.port, poolSize: 1)
+        configuration.followsCluster = false
+        return RedisClient(configuration: configuration)
+    }
+
+    /// Every master with the slot ranges it serves, from `CLUSTER SLOTS`.
+    static func masters() async throws -> [(node: RedisEndpoint, id: String, slots: [ClosedRange<Int>])] {
+        let seed = try RedisConfiguration(url: TestServices.clusterURL)
+        let redis = node(RedisEndpoint(host: seed.host, port: seed.port))
+        defer { redis.close() }
+        var masters: [(node: RedisEndpoint, id: String, slots: [ClosedRange<Int>])] = []
+        for range in try await redis.send("CLUSTER", "SLOTS").array ?? [] {
+            guard let fields = range.array, let start = fields[0].int, let end = fields[1].int, let master = fields[2].array,
+                let port = master[1].int, let id = master[2].string
+            else { continue }
+            let endpoint = RedisEndpoint(host: "127.0.0.1", port: port)
+            if let index = masters.firstIndex(where: { $0.node == endpoint }) {
+                masters[index].slots.append(start...end)
+            } else {
+                masters.append((endpoint, id, [start...end]))
+            }
+        }
+        return masters
+    }
+
+    /// A key of this test's namespace whose slot the master at `index` (in `masters()` order) serves.
+    static func key(on index: Int, _ masters: [(node: RedisEndpoint, id: String, slots: [ClosedRange<Int>])], _ name: String = #function)
+        -> String
+    {
+        let base = TestRedis.namespace(name)
+        for attempt in 0... {
+            let key = "\(base):\(attempt)"
+            if masters[index].slots.contains(where: { $0.contains(HashSlot.of(key)) }) { return key }
+        }
+        fatalError("unreachable")
+    }
+}
