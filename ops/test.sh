@@ -8,7 +8,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # shellcheck source=ops/prelude.sh
 source ops/prelude.sh
-stop_started() { ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"; }
+stop_started() {
+    ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
+    [[ -z ${cluster_started:-} ]] || ops/cluster.sh stop
+}
 trap stop_started EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -16,6 +19,12 @@ trap 'exit 143' TERM
 ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh
+# A Redis Cluster of three masters on loopback (CARBSCAN_CLUSTER_PORT, default 17001-17003), for the tests that run
+# the client and the queue on a cluster.
+ops/cluster.sh status >/dev/null 2>&1 || cluster_started=1
+ops/cluster.sh start
+# shellcheck source=/dev/null
+source .local/cluster/env.sh
 
 if (($# == 0)); then
     # The repository's .swift-format, warnings as errors.

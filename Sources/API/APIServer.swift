@@ -49,7 +49,7 @@ package struct APIDependencies: Sendable {
         let channel = JobWaiter.sessionChannel(prefix: queue.options.prefix)
         accounts.sessions.setPublisher { [redis] message in
             do {
-                _ = try await redis.send(["PUBLISH", channel, message])
+                _ = try await redis.send(["SPUBLISH", channel, message])
             } catch {
                 logger.warning(
                     "could not publish a sign-in revocation; other processes drop it within the session cache's TTL",

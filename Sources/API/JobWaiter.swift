@@ -25,6 +25,8 @@ package final class JobWaiter: Service, Sendable {
     private let sessions: SessionCache?
     private let logger: Logger
     private let state = Mutex(State())
+    /// The subscriptions' connections now, by their first channel.
+    private let subscribers = Mutex<[String: BlockingConnection]>([:])
     /// A quiet subscription is renewed this often: the only way to stop a pub/sub read in time at shutdown.
     private let idleRenewal: Duration
 
@@ -58,49 +60,73 @@ package final class JobWaiter: Service, Sendable {
     }
 
     /// Subscribes to every queue's completion channel and wakes the waiters of each finished job, until shutdown.
+    ///
+    /// The channels are sharded (`SSUBSCRIBE`, Redis 7): on a cluster each lives on its slot's node, so each gets a
+    /// subscription (and connection) of its own there; on a standalone server one subscription carries them all.
     package func run() async throws {
         let sessionChannel = Self.sessionChannel(prefix: queue.options.prefix)
         let channels = queue.catalog.queues.map { queue.keys($0).events } + (sessions == nil ? [] : [sessionChannel])
-        let current = Mutex<BlockingConnection?>(nil)
         await withGracefulShutdownHandler {
             var streak = FailureStreak("job event subscription")
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                let connection = queue.redis.blockingConnection(name: "job-events")
-                current.withLock { $0 = connection }
+            var isCluster: Bool?
+            while isCluster == nil && !Task.isCancelled && !Task.isShuttingDownGracefully {
                 do {
-                    _ = try await connection.send(["SUBSCRIBE"] + channels, blockFor: .seconds(1))
-                    // One confirmation per channel; the first came back with SUBSCRIBE.
-                    for _ in 1..<channels.count { _ = try await connection.receive(timeout: .seconds(5)) }
-                    sessions?.forgetAll()
-                    streak.succeeded(logger: logger)
-                    while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                        let message = try await connection.receive(timeout: idleRenewal)
-                        guard case .array(let parts) = message, parts.count == 3, parts[0].string == "message",
-                            let channel = parts[1].string, let text = parts[2].string
-                        else { continue }
-                        if channel == sessionChannel {
-                            sessions?.forget(message: text)
-                        } else if let id = text.split(separator: " ").first {
-                            notify(String(id))
-                        }
-                    }
-                } catch let error as RedisError where error.code == .timeout {
-                    // A quiet channel: renew the subscription (and check for shutdown).
+                    isCluster = try await queue.redis.isCluster
                 } catch {
-                    // At shutdown the connection was closed on purpose (below): nothing to report.
-                    if Task.isShuttingDownGracefully { break }
-                    // Waiters fall back to polling meanwhile; one line per outage, not per try.
                     try? await Task.sleep(for: streak.failed(error, logger: logger))
                 }
-                connection.close()
+            }
+            let subscriptions = isCluster == true ? channels.map { [$0] } : [channels]
+            await withDiscardingTaskGroup { group in
+                for channels in subscriptions {
+                    group.addTask {
+                        await self.subscribe(channels, sessionChannel: sessionChannel)
+                    }
+                }
             }
         } onGracefulShutdown: {
-            // The subscriber waits up to `idleRenewal` for a message; closing it ends the wait at once (an idle
+            // A subscriber waits up to `idleRenewal` for a message; closing it ends the wait at once (an idle
             // `serve` took 4–6 s to exit on SIGTERM).
-            let connection = current.withLock { $0 }
-            Task { await connection?.disconnect() }
+            let connections = self.subscribers.withLock { Array($0.values) }
+            Task { for connection in connections { await connection.disconnect() } }
         }
         wakeEveryone()
+    }
+
+    /// One subscription to `channels` (one slot's on a cluster), made again after each failure, until shutdown.
+    private func subscribe(_ channels: [String], sessionChannel: String) async {
+        var streak = FailureStreak("job event subscription")
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let connection = queue.redis.blockingConnection(name: "job-events")
+            // Shutdown closes it to end its wait.
+            subscribers.withLock { $0[channels[0]] = connection }
+            do {
+                _ = try await connection.send(["SSUBSCRIBE"] + channels, blockFor: .seconds(1))
+                // One confirmation per channel; the first came back with SSUBSCRIBE.
+                for _ in 1..<channels.count { _ = try await connection.receive(timeout: .seconds(5)) }
+                if channels.contains(sessionChannel) { sessions?.forgetAll() }
+                streak.succeeded(logger: logger)
+                while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                    let message = try await connection.receive(timeout: idleRenewal)
+                    guard case .array(let parts) = message, parts.count == 3, parts[0].string == "smessage",
+                        let channel = parts[1].string, let text = parts[2].string
+                    else { continue }
+                    if channel == sessionChannel {
+                        sessions?.forget(message: text)
+                    } else if let id = text.split(separator: " ").first {
+                        notify(String(id))
+                    }
+                }
+            } catch let error as RedisError where error.code == .timeout {
+                // A quiet channel: renew the subscription (and check for shutdown).
+            } catch {
+                // At shutdown the connection was closed on purpose: nothing to report.
+                if Task.isShuttingDownGracefully { break }
+                // Waiters fall back to polling meanwhile; one line per outage, not per try.
+                try? await Task.sleep(for: streak.failed(error, logger: logger))
+            }
+            connection.close()
+        }
     }
 
     /// Where revocations of cached sign-ins are published.

@@ -111,20 +111,37 @@ extension JobQueue {
         return Self.decodeJobs(reply, queue: queue)
     }
 
-    /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` on `connection`), then starts at
-    /// most `count` of them, and at most `limits[queue]` of a queue's. All queues must live on the same Redis server.
+    /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` through `connections`), then starts
+    /// at most `count` of them, and at most `limits[queue]` of a queue's.
     ///
     /// `XREADGROUP`'s COUNT bounds each stream, not the read: COUNT n over k streams could deliver n·k entries, and a
     /// worker took up to its concurrency times its number of queues at once. Each stream is asked for an equal share
     /// (at least one), and what a read still delivers past `count` (only when fewer slots are free than queues are
     /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted. `limits` is read when the
     /// reply comes, so a limit lowered during the wait already holds.
+    ///
+    /// On a Redis Cluster each queue is read on its own connection, all at once; the first read to deliver wakes the
+    /// others (`CLIENT UNBLOCK` on their nodes), and what they delivered meanwhile is started or handed back too.
     public func waitForJobs(
-        queues: [String], count: Int, consumer: String, timeout: Duration, connection: BlockingConnection, idle: Bool = true,
+        queues: [String], count: Int, consumer: String, timeout: Duration, connections: FetchConnections, idle: Bool = true,
         limits: @autoclosure () -> [String: Int] = [:]
     ) async throws -> [ReservedJob] {
+        let share = max(1, count / max(1, queues.count))
+        let reply: [RedisValue]
+        if queues.count > 1, try await redis.isCluster {
+            reply = try await readFirst(queues, share: share, consumer: consumer, timeout: timeout, connections: connections)
+        } else {
+            let connection = connections.connection(for: queues.count > 1 ? nil : queues.first)
+            reply = try await read(queues, share: share, consumer: consumer, timeout: timeout, on: connection)
+        }
+        return try await start(reply, queues: queues, count: count, consumer: consumer, idle: idle, limits: limits())
+    }
+
+    /// One blocking `XREADGROUP` over `queues`' streams: one reply per stream that delivered.
+    private func read(_ queues: [String], share: Int, consumer: String, timeout: Duration, on connection: BlockingConnection)
+        async throws -> [RedisValue]
+    {
         let streams = queues.map { keys($0).stream }
-        let share = max(1, count / max(1, streams.count))
         let reply = try await recreatingGroups(queues) {
             try await connection.send(
                 [
@@ -134,10 +151,49 @@ extension JobQueue {
                     + streams + Array(repeating: ">", count: streams.count),
                 blockFor: timeout)
         }
+        return reply.array ?? []
+    }
+
+    /// A read per queue at once, until one delivers or fails; the others are then unblocked (again every 10 ms, as a
+    /// read not yet blocked on its server misses an unblock). Fails only when no read delivered.
+    private func readFirst(_ queues: [String], share: Int, consumer: String, timeout: Duration, connections: FetchConnections)
+        async throws -> [RedisValue]
+    {
+        try await withThrowingTaskGroup(of: [RedisValue].self) { group in
+            for queue in queues {
+                let connection = connections.connection(for: queue)
+                group.addTask { try await self.read([queue], share: share, consumer: consumer, timeout: timeout, on: connection) }
+            }
+            var replies: [RedisValue] = []
+            var failure: (any Error)?
+            var waker: Task<Void, Never>?
+            while let result = await group.nextResult() {
+                switch result {
+                case .success(let reply): replies += reply
+                case .failure(let error): failure = failure ?? error
+                }
+                if waker == nil && (!replies.isEmpty || failure != nil) {
+                    waker = Task {
+                        while !Task.isCancelled {
+                            await connections.unblock()
+                            try? await Task.sleep(for: .milliseconds(10))
+                        }
+                    }
+                }
+            }
+            waker?.cancel()
+            if replies.isEmpty, let failure { throw failure }
+            return replies
+        }
+    }
+
+    /// Starts (or hands back, past `count` or a queue's limit) what the reads delivered.
+    private func start(
+        _ reply: [RedisValue], queues: [String], count: Int, consumer: String, idle: Bool, limits: [String: Int]
+    ) async throws -> [ReservedJob] {
         var jobs: [ReservedJob] = []
         var room = count
-        let limits = limits()
-        for streamReply in reply.array ?? [] {
+        for streamReply in reply {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })
             else { continue }

@@ -71,7 +71,7 @@ public final class Worker: Service {
     private let quieted = Atomic<Bool>(false)
     /// Served queues an operator paused (`carbscan queues pause`): no job of theirs is fetched.
     private let paused = Mutex<Set<String>>([])
-    private let fetchConnection = Mutex<BlockingConnection?>(nil)
+    private let fetchConnections = Mutex<FetchConnections?>(nil)
     /// After a stop, outcomes that cannot be recorded within the grace period and this are left to the leases.
     static let recordingBound = Duration.seconds(3)
 
@@ -97,11 +97,11 @@ public final class Worker: Service {
     var queueNames: [String] { options.queues.map(\.name) }
 
     public func run() async throws {
-        let connection = queue.redis.blockingConnection(name: "fetch")
-        fetchConnection.withLock { $0 = connection }
+        let connections = FetchConnections(redis: queue.redis)
+        fetchConnections.withLock { $0 = connections }
         defer {
-            fetchConnection.withLock { $0 = nil }
-            connection.close()
+            fetchConnections.withLock { $0 = nil }
+            connections.close()
         }
         // The handler covers start-up too: a SIGTERM while Redis is still unreachable ends the process.
         await withGracefulShutdownHandler {
@@ -124,7 +124,7 @@ public final class Worker: Service {
                     group.addTask { await self.maintain("lease renewal", every: self.heartbeatInterval) { try await self.renewLeases() } }
                 }
             }
-            await self.fetch(using: connection)
+            await self.fetch(using: connections)
             await self.drain()
             housekeeping.cancel()
             self.outcomes.close()
@@ -134,7 +134,7 @@ public final class Worker: Service {
             await self.queue.unregister(consumer: self.options.consumer, queues: self.queueNames)
         } onGracefulShutdown: {
             self.stop()
-            Task { await connection.unblock() }
+            Task { await connections.unblock() }
         }
         logger.info("worker stopped", metadata: ["consumer": "\(options.consumer)"])
     }
@@ -191,8 +191,8 @@ public final class Worker: Service {
     public var busyJobs: [BusyJob] { inFlight.busyJobs }
 
     private func unblockFetch() {
-        guard let connection = fetchConnection.withLock({ $0 }) else { return }
-        Task { await connection.unblock() }
+        guard let connections = fetchConnections.withLock({ $0 }) else { return }
+        Task { await connections.unblock() }
     }
 
     private func startUpkeep() {
@@ -211,7 +211,7 @@ public final class Worker: Service {
 
     // MARK: Fetching
 
-    private func fetch(using connection: BlockingConnection) async {
+    private func fetch(using connections: FetchConnections) async {
         var streak = FailureStreak("fetching jobs")
         while !isStopping {
             let free = await slots.waitForFree()
@@ -239,7 +239,7 @@ public final class Worker: Service {
                 if jobs.isEmpty && !isStopping {
                     jobs = try await queue.waitForJobs(
                         queues: open, count: want, consumer: options.consumer, timeout: options.blockTimeout,
-                        connection: connection, idle: idle, limits: self.room())
+                        connections: connections, idle: idle, limits: self.room())
                 }
                 streak.succeeded(logger: logger)
             } catch {

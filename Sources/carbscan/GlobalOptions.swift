@@ -20,6 +20,13 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Prefix of every Redis key (env CARBSCAN_PREFIX).")
     var prefix: String = ProcessInfo.processInfo.environment["CARBSCAN_PREFIX"] ?? "carbscan"
 
+    func validate() throws {
+        // A hash tag in the prefix would put every queue in one Redis Cluster slot (one node).
+        if prefix.isEmpty || prefix.contains("{") || prefix.contains("}") {
+            throw ValidationError("--prefix (CARBSCAN_PREFIX) must be non-empty and hold no { or }: '\(prefix)'")
+        }
+    }
+
     /// Loads the catalog or stops with the file, line and reason.
     func catalog() throws -> JobCatalog {
         do {

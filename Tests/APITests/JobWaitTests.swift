@@ -64,7 +64,7 @@ import Workers
                 parked = api.dependencies.waiter.waitingCount == ids.count
             }
             #expect(parked)
-            let subscribers = try await api.queue.redis.send(["PUBSUB", "NUMSUB", channel])
+            let subscribers = try await api.queue.redis.send(["PUBSUB", "SHARDNUMSUB", channel])
             #expect(subscribers.array?[1].int == 1)
             let (worker, task) = api.startWorker(queue: "default")
             #expect(try await answers == Array(repeating: "succeeded", count: 6))

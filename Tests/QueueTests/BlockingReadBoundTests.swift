@@ -18,12 +18,12 @@ import Testing
         for kind in ["noop", "noop-b", "noop-c"] {
             for n in 0..<3 { ids.insert(try await env.enqueue(["n": .int(n)], kind: kind)) }
         }
-        let connection = env.redis.blockingConnection(name: "test-bound")
-        defer { connection.close() }
+        let connections = FetchConnections(redis: env.redis, name: "test-bound")
+        defer { connections.close() }
         var started: Set<JobID> = []
         for _ in 0..<20 where started.count < ids.count {
             let jobs = try await env.queue.waitForJobs(
-                queues: queues, count: count, consumer: "w", timeout: .milliseconds(200), connection: connection)
+                queues: queues, count: count, consumer: "w", timeout: .milliseconds(200), connections: connections)
             #expect(jobs.count <= count, "asked for \(count), started \(jobs.count)")
             var running = 0
             for queue in queues { running += try await env.stats(queue).running }

@@ -69,10 +69,10 @@ import Testing
         try await env.queue.prepare(queues: ["default"])
         let carried = try await env.enqueue(["n": 1])
         let indexed = try await env.enqueue(["n": 2], options: EnqueueOptions(indexed: true))
-        let connection = env.redis.blockingConnection(name: "test-blocking")
-        defer { connection.close() }
+        let connections = FetchConnections(redis: env.redis, name: "test-blocking")
+        defer { connections.close() }
         let jobs = try await env.queue.waitForJobs(
-            queues: ["default"], count: 10, consumer: "w", timeout: .seconds(1), connection: connection)
+            queues: ["default"], count: 10, consumer: "w", timeout: .seconds(1), connections: connections)
         #expect(jobs.map(\.id) == [carried, indexed])
         #expect(jobs.map(\.payload) == [#"{"n":1}"#, #"{"n":2}"#])
         #expect(jobs.map(\.attempt) == [1, 1])

@@ -9,8 +9,10 @@ import Testing
 @Suite struct EngineTests {
     // MARK: 1. At-least-once, leases and heartbeats
 
-    @Test func aJobWhoseWorkerVanishedIsRedeliveredAfterItsVisibilityTimeout() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func aJobWhoseWorkerVanishedIsRedeliveredAfterItsVisibilityTimeout(redisURL: String)
+        async throws
+    {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
         let id = try await env.enqueue()
@@ -67,8 +69,8 @@ import Testing
 
     // MARK: 2. A late answer from a worker that lost its lease changes nothing
 
-    @Test func aLateAckFromAWorkerThatLostTheLeaseIsIgnored() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func aLateAckFromAWorkerThatLostTheLeaseIsIgnored(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
         let id = try await env.enqueue()
@@ -87,8 +89,8 @@ import Testing
 
     // MARK: 3. Retries, permanent failures, poison
 
-    @Test func retryableFailuresBackOffThenDieWithTheirHistory() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func retryableFailuresBackOffThenDieWithTheirHistory(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue(.object(["fail": .string("retry")]))
@@ -106,8 +108,8 @@ import Testing
         #expect(stats.dead == 1)
     }
 
-    @Test func aRetryWaitsInRedisForItsBackoff() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func aRetryWaitsInRedisForItsBackoff(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
         let id = try await env.enqueue()
@@ -214,8 +216,8 @@ import Testing
 
     // MARK: 4. Delayed jobs wait in Redis and run on time
 
-    @Test func aDelayedJobRunsWhenDueNotBefore() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func aDelayedJobRunsWhenDueNotBefore(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue(options: EnqueueOptions(delay: .milliseconds(1500)))
@@ -235,8 +237,8 @@ import Testing
 
     // MARK: 5. Push-like pickup
 
-    @Test func anIdleWorkerIsWokenByANewJobNotByItsPollTimer() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func anIdleWorkerIsWokenByANewJobNotByItsPollTimer(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         // A 20 s block: were pickup polling-based, the job would wait for it.
         let (worker, task) = env.startWorker(blockTimeout: .seconds(20))
@@ -249,10 +251,10 @@ import Testing
 
     // MARK: 6. Cron: once per fire time
 
-    @Test func aFireTimeIsEnqueuedOnceHoweverManySchedulersFireIt() async throws {
-        let env = try TestEnvironment(kinds: [
-            "noop": TestEnvironment.noop + "\nschedules:\n  - { name: each-minute, cron: \"* * * * *\" }\n"
-        ])
+    @Test(arguments: TestServices.redisURLs) func aFireTimeIsEnqueuedOnceHoweverManySchedulersFireIt(redisURL: String) async throws {
+        let env = try TestEnvironment(
+            kinds: ["noop": TestEnvironment.noop + "\nschedules:\n  - { name: each-minute, cron: \"* * * * *\" }\n"],
+            redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let schedule = try #require(env.queue.catalog["noop"]?.schedules.first)
         let fireTime = Date(timeIntervalSince1970: 1_795_000_000)
@@ -283,8 +285,8 @@ import Testing
 
     // MARK: 7. Unique jobs
 
-    @Test func aUniqueKeyEnqueuesOnceWhileItLives() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func aUniqueKeyEnqueuesOnceWhileItLives(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         // A TTL the two back-to-back enqueues fit in even when a loaded 2-core test run stalls the process.
         let options = EnqueueOptions(uniqueKey: "scan-reset:daily:2026-11-22", uniqueTTL: .seconds(3))
@@ -307,8 +309,8 @@ import Testing
 
     // MARK: 8. Graceful shutdown
 
-    @Test func shutdownLetsShortJobsFinishAndHandsLongOnesBackAtOnce() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func shutdownLetsShortJobsFinishAndHandsLongOnesBackAtOnce(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker(grace: .milliseconds(700))
         let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
@@ -374,8 +376,8 @@ import Testing
 
     /// Finished entries leave the stream (its head is trimmed a node at a time, not entry by entry), and the counts of
     /// what waits and what runs stay exact while acknowledged entries remain in the last node.
-    @Test func theStreamKeepsNoFinishedHeadAndCountsStayExact() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func theStreamKeepsNoFinishedHeadAndCountsStayExact(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         try await env.queue.prepare(queues: ["default"])
         try await env.enqueueNoops(1000)
@@ -469,22 +471,22 @@ import Testing
 
     // MARK: Events, operator actions, validation
 
-    @Test func completionsArePublishedOnTheQueuesChannel() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func completionsArePublishedOnTheQueuesChannel(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let subscriber = env.redis.blockingConnection()
         defer { subscriber.close() }
-        _ = try await subscriber.send(["SUBSCRIBE", env.queue.keys("default").events], blockFor: .seconds(1))
+        _ = try await subscriber.send(["SSUBSCRIBE", env.queue.keys("default").events], blockFor: .seconds(1))
         let (worker, task) = env.startWorker()
         let id = try await env.enqueue()
         let message = try await subscriber.receive(timeout: .seconds(10))
-        #expect(message == .array([.bulk("message"), .bulk(env.queue.keys("default").events), .bulk("\(id) succeeded")]))
+        #expect(message == .array([.bulk("smessage"), .bulk(env.queue.keys("default").events), .bulk("\(id) succeeded")]))
         worker.stop()
         try await task.value
     }
 
-    @Test func deadJobsCanBeRetriedAndDiscarded() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func deadJobsCanBeRetriedAndDiscarded(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let a = try await env.enqueue(.object(["fail": .string("permanent")]))
@@ -522,8 +524,8 @@ import Testing
         #expect(keys.isEmpty)
     }
 
-    @Test func bulkEnqueueWritesEveryJob() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func bulkEnqueueWritesEveryJob(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let job = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions())
         let results = try await env.queue.enqueue(Array(repeating: job, count: 2500))
@@ -533,8 +535,8 @@ import Testing
 
     /// Plain jobs go in a transaction, jobs with a unique key, delay or cron fire through the script; one bulk call
     /// can mix them and each keeps its place in the answer and its record.
-    @Test func aMixedBulkEnqueueTakesBothPaths() async throws {
-        let env = try TestEnvironment()
+    @Test(arguments: TestServices.redisURLs) func aMixedBulkEnqueueTakesBothPaths(redisURL: String) async throws {
+        let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let plain = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions(owner: "user-1"))
         let unique = (kind: "noop", payload: JSONValue.object([:]), options: EnqueueOptions(uniqueKey: "mixed", uniqueTTL: .seconds(60)))

@@ -7,15 +7,20 @@ import Testing
 /// The operator's commands, run as a process: output, exit codes, and refusals of bad input.
 @Suite struct CLITests {
     let prefix = "cli-\(UUID().uuidString.prefix(8))"
-    var environment: [String: String] {
+    var environment: [String: String] { environment(redisURL: TestServices.redisURL) }
+
+    func environment(redisURL: String) -> [String: String] {
         [
-            "REDIS_URL": TestServices.redisURL, "CARBSCAN_PREFIX": prefix,
+            "REDIS_URL": redisURL, "CARBSCAN_PREFIX": prefix,
             "CARBSCAN_JOBS_DIR": CarbScanBinary.packageRoot.appendingPathComponent("jobs").path,
         ]
     }
 
-    @Test func enqueuePrintsIdsAndShowAndStatsReportThem() async throws {
-        let redis = try RedisClient(url: TestServices.redisURL)
+    /// Also on a Redis Cluster, by one node's address: there `jobs enqueue` failed with `MOVED`, and `jobs stats`
+    /// printed zeros.
+    @Test(arguments: TestServices.redisURLs) func enqueuePrintsIdsAndShowAndStatsReportThem(redisURL: String) async throws {
+        let environment = environment(redisURL: redisURL)
+        let redis = try RedisClient(url: redisURL)
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let enqueued = try await CarbScanBinary.run(
             ["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": 1}"#, "--count", "3"], environment: environment)
@@ -42,8 +47,9 @@ import Testing
         #expect(retried.stdout.contains("scheduled"))
     }
 
-    @Test func uniqueEnqueueReportsTheDuplicate() async throws {
-        let redis = try RedisClient(url: TestServices.redisURL)
+    @Test(arguments: TestServices.redisURLs) func uniqueEnqueueReportsTheDuplicate(redisURL: String) async throws {
+        let environment = environment(redisURL: redisURL)
+        let redis = try RedisClient(url: redisURL)
         defer { Task { await removeKeys(prefix: prefix, redis: redis) } }
         let first = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--unique", "k1"], environment: environment)
         let second = try await CarbScanBinary.run(["jobs", "enqueue", "noop", "--unique", "k1"], environment: environment)

@@ -5,7 +5,9 @@ import Foundation
 public enum TestServices {
     public static let redisURL = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
     /// A Redis Cluster of three masters on loopback (`ops/cluster.sh start`, which `ops/test.sh` runs), by one node.
-    public static let clusterURL = ProcessInfo.processInfo.environment["CARBSCAN_CLUSTER_URL"] ?? "redis://127.0.0.1:57001"
+    public static let clusterURL = ProcessInfo.processInfo.environment["CARBSCAN_CLUSTER_URL"] ?? "redis://127.0.0.1:17001"
+    /// Both: the tests of the queue's guarantees run on each.
+    public static let redisURLs = [redisURL, clusterURL]
     public static let databaseURL =
         ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
     /// The repository's root (this file is `Tests/TestSupport/TestServices.swift`).

@@ -166,7 +166,8 @@ public final class ProcessBeacon: Service {
         let pending = counters?.takePending() ?? [:]
         var commands = JobHistory(queue: queue).commands(adding: pending)
         commands += [
-            ["ZREM", keys.processes, id], ["DEL", keys.process(id), keys.work(id), keys.signals(id)],
+            // One DEL each: the keys are in different slots of a cluster.
+            ["ZREM", keys.processes, id], ["DEL", keys.process(id)], ["DEL", keys.work(id)], ["DEL", keys.signals(id)],
         ]
         _ = try? await queue.redis.pipeline(commands)
     }

@@ -16,9 +16,10 @@ local now = nowMs()
 local nowText = int(now)
 local succeeded, retried = 0, 0
 -- Completion events go out only while someone listens (the API's job waiters): a PUBLISH per job to an
--- empty channel still cost a call. A waiter subscribes before it reads the job's status, so it either
+-- empty channel still cost a call. Sharded pub/sub (SPUBLISH, Redis 7): on a cluster the channel lives on the
+-- queue's node, and its subscribers are counted there, where a classic PUBLISH would go to every node. A waiter subscribes before it reads the job's status, so it either
 -- counts here or sees the finished record.
-local listening = redis.call('PUBSUB', 'NUMSUB', prefix .. 'events')[2] > 0
+local listening = redis.call('PUBSUB', 'SHARDNUMSUB', prefix .. 'events')[2] > 0
 -- Every delivered entry is acknowledged, in calls of up to 500 entries rather than one per job; then the
 -- finished head of the stream goes.
 local entries = {}
@@ -59,13 +60,13 @@ for i = 5, #ARGV, 5 do
       else
         redis.call('DEL', key)
       end
-      if listening then redis.call('PUBLISH', prefix .. 'events', id .. ' succeeded') end
+      if listening then redis.call('SPUBLISH', prefix .. 'events', id .. ' succeeded') end
     elseif outcome == 'retry' then
       retried = retried + 1
       redis.call('HSET', key, 'status', 'retrying', 'err', text, 'runAt', now + ms)
       pushHistory(key, tonumber(f[2]), now, text)
       redis.call('ZADD', retryKey, now + ms, id)
-      if listening then redis.call('PUBLISH', prefix .. 'events', id .. ' retrying') end
+      if listening then redis.call('SPUBLISH', prefix .. 'events', id .. ' retrying') end
     elseif outcome == 'dead' then
       bury(prefix, deadKey, statsKey, id, now, text, ms, cap, maxAge)
     elseif outcome == 'wait' then
@@ -77,7 +78,7 @@ for i = 5, #ARGV, 5 do
       redis.call('HSET', key, 'status', 'retrying', 'err', text, 'runAt', int(now + delay))
       pushHistory(key, tonumber(f[2]), now, text)
       redis.call('ZADD', retryKey, now + delay, id)
-      if listening then redis.call('PUBLISH', prefix .. 'events', id .. ' retrying') end
+      if listening then redis.call('SPUBLISH', prefix .. 'events', id .. ' retrying') end
     elseif outcome == 'cancel' then
       cancelJob(prefix, statsKey, key, id, now, ms)
     elseif outcome == 'requeue' then

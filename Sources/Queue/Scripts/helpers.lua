@@ -51,7 +51,7 @@ local function bury(prefix, deadKey, statsKey, id, now, message, retention, cap,
     redis.call('DEL', prefix .. 'job:' .. oid)
     redis.call('ZREM', deadKey, oid)
   end
-  redis.call('PUBLISH', prefix .. 'events', id .. ' failed')
+  redis.call('SPUBLISH', prefix .. 'events', id .. ' failed')
 end
 -- Ends a job as cancelled by an operator (`carbscan jobs cancel`): it does not run (again). Its unique key is
 -- released if it still holds it, and its record kept `retention` ms. The stats count it apart from failures.
@@ -62,8 +62,8 @@ local function cancelJob(prefix, statsKey, key, id, now, retention)
   redis.call('HDEL', key, 'entry', 'runAt', 'cncl')
   if retention > 0 then redis.call('PEXPIRE', key, retention) end
   redis.call('HINCRBY', statsKey, 'cancelled', 1)
-  if redis.call('PUBSUB', 'NUMSUB', prefix .. 'events')[2] > 0 then
-    redis.call('PUBLISH', prefix .. 'events', id .. ' cancelled')
+  if redis.call('PUBSUB', 'SHARDNUMSUB', prefix .. 'events')[2] > 0 then
+    redis.call('SPUBLISH', prefix .. 'events', id .. ' cancelled')
   end
 end
 -- The job an entry carries ({kind, payload, max, vis}), or nil when it only names one (`id`).

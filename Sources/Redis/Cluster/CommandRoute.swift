@@ -43,8 +43,11 @@ enum CommandRoute: Equatable {
     /// The positions of `command`'s keys (nil or empty: none). Most commands take one key first; these differ.
     private static func keyIndices(_ name: String, _ command: [String]) -> [Int]? {
         if keyless.contains(name) {
-            // `MEMORY USAGE key` names one.
-            return name == "MEMORY" && command.count > 2 && command[1].uppercased() == "USAGE" ? [2] : nil
+            // `MEMORY USAGE key` names one; `PUBSUB SHARDNUMSUB` counts subscribers on its channels' node.
+            let subcommand = command.count > 2 ? command[1].uppercased() : ""
+            if name == "MEMORY" && subcommand == "USAGE" { return [2] }
+            if name == "PUBSUB" && subcommand == "SHARDNUMSUB" { return Array(2..<command.count) }
+            return nil
         }
         switch name {
         case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
@@ -55,7 +58,7 @@ enum CommandRoute: Equatable {
             let count = (command.count - streams - 1) / 2
             return Array((streams + 1)..<(streams + 1 + count))
         case "DEL", "UNLINK", "EXISTS", "TOUCH", "MGET", "SINTER", "SUNION", "SDIFF", "PFCOUNT", "SINTERSTORE",
-            "SUNIONSTORE", "SDIFFSTORE":
+            "SUNIONSTORE", "SDIFFSTORE", "SSUBSCRIBE", "SUNSUBSCRIBE":
             return Array(1..<command.count)
         case "MSET", "MSETNX":
             return Array(stride(from: 1, to: command.count, by: 2))

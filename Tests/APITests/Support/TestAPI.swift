@@ -137,7 +137,7 @@ struct TestAPI: Sendable {
         // Both processes listen once the channel counts two subscribers (this test's own one is never renewed away).
         let channel = JobWaiter.sessionChannel(prefix: queue.options.prefix)
         let subscribed = try await eventually {
-            try await queue.redis.send(["PUBSUB", "NUMSUB", channel]).array?.last?.int == 2
+            try await queue.redis.send(["PUBSUB", "SHARDNUMSUB", channel]).array?.last?.int == 2
         }
         guard subscribed else { throw TestSetupError("the second API process never subscribed to \(channel)") }
         return try await app.test(.router) { client in try await body(client) }
