@@ -1,0 +1,94 @@
+import Foundation
+
+/// A Redis Cluster of one test's own on free loopback ports (masters, each with `replicas` replicas), for faults that
+/// would disturb the shared one (`ops/cluster.sh`): killing a master. Stopped (SIGKILL) by `stop()`.
+public struct PrivateCluster: Sendable {
+    public let nodes: [PrivateRedis]
+    let directory: URL
+
+    /// The first node's address: enough for a client, which learns the others.
+    public var url: String { "redis://127.0.0.1:\(nodes[0].port)" }
+
+    /// Starts the nodes (node timeout `nodeTimeoutMs`: how long a silent master has before its replica takes over),
+    /// joins them with `redis-cli --cluster create`, and returns once every node says `cluster_state:ok`.
+    public static func start(masters: Int = 3, replicas: Int = 1, nodeTimeoutMs: Int = 1000) throws -> PrivateCluster {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-cluster-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var nodes: [PrivateRedis] = []
+        do {
+            for index in 0..<(masters * (1 + replicas)) {
+                nodes.append(
+                    try PrivateRedis.start([
+                        "--cluster-enabled", "yes", "--cluster-config-file", directory.appendingPathComponent("nodes-\(index).conf").path,
+                        "--cluster-port", String(PrivateRedis.freeLoopbackPort()), "--cluster-node-timeout", String(nodeTimeoutMs),
+                        "--dir", directory.path,
+                    ]))
+            }
+            let create = Process()
+            create.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+            create.arguments =
+                ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", String(replicas), "--cluster-yes"]
+            create.standardInput = FileHandle.nullDevice
+            create.standardOutput = FileHandle.nullDevice
+            create.standardError = FileHandle.nullDevice
+            try create.run()
+            create.waitUntilExit()
+            guard create.terminationStatus == 0 else { throw ServerError("redis-cli --cluster create exited \(create.terminationStatus)") }
+            let cluster = PrivateCluster(nodes: nodes, directory: directory)
+            guard cluster.waitUntilOK(timeout: 30) else { throw ServerError("the private cluster never reported cluster_state:ok") }
+            return cluster
+        } catch {
+            for node in nodes { node.stop() }
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    /// Kills every node and removes their files.
+    public func stop() {
+        for node in nodes { node.stop() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// True once every node still running says `cluster_state:ok` and all of them see as many masters.
+    @discardableResult
+    public func waitUntilOK(timeout: TimeInterval, excluding dead: Set<Int> = []) -> Bool {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            let states = nodes.filter { !dead.contains($0.port) }.map { Self.cli($0.port, "CLUSTER", "INFO") }
+            if states.allSatisfy({ $0.contains("cluster_state:ok") }) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    /// The port of the master serving `slot`, as the node at `askPort` sees it (`CLUSTER NODES`).
+    public func master(ofSlot slot: Int, askPort: Int) -> Int? {
+        for line in Self.cli(askPort, "CLUSTER", "NODES").split(separator: "\n") {
+            // <id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <link> <slot or range>…
+            let fields = line.split(separator: " ")
+            guard fields.count >= 9, fields[2].contains("master"), !fields[2].contains("fail") else { continue }
+            for range in fields[8...] {
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                guard let low = bounds.first, low <= slot, slot <= (bounds.last ?? low) else { continue }
+                return Int(fields[1].split(separator: "@")[0].split(separator: ":").last ?? "")
+            }
+        }
+        return nil
+    }
+
+    /// `redis-cli -p port arguments…`: its output.
+    public static func cli(_ port: Int, _ arguments: String...) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        process.arguments = ["-p", String(port)] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return "" }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
