@@ -65,7 +65,7 @@ package final class JobWaiter: Service, Sendable {
     /// subscription (and connection) of its own there; on a standalone server one subscription carries them all.
     package func run() async throws {
         let sessionChannel = Self.sessionChannel(prefix: queue.options.prefix)
-        let channels = queue.catalog.queues.map { queue.keys($0).events } + (sessions == nil ? [] : [sessionChannel])
+        let channels = queue.allShards.map { queue.keys($0).events } + (sessions == nil ? [] : [sessionChannel])
         await withGracefulShutdownHandler {
             var streak = FailureStreak("job event subscription")
             var isCluster: Bool?

@@ -20,7 +20,7 @@ final class InFlight: Sendable {
 
     private struct State {
         var running: [String: Running] = [:]
-        /// Running jobs per queue, kept as they come and go (counting them per fetch was O(in flight)).
+        /// Running jobs per queue (a sharded queue's together), kept as they come and go (counting them per fetch was O(in flight)).
         var perQueue: [String: Int] = [:]
         /// No running job's deadline is earlier (a bound, not exact: it is not raised when jobs end), so the 100 ms
         /// timeout check skips the scan of every running job until the earliest could have passed (with 10,000 in
@@ -32,18 +32,19 @@ final class InFlight: Sendable {
 
     func insert(_ job: ReservedJob, deadline: ContinuousClock.Instant) {
         state.withLock { state in
-            if state.running.updateValue(Running(job: job, deadline: deadline), forKey: job.entry) == nil {
-                state.perQueue[job.queue, default: 0] += 1
+            if state.running.updateValue(Running(job: job, deadline: deadline), forKey: job.runKey) == nil {
+                state.perQueue[QueueShards.queue(ofShard: job.queue), default: 0] += 1
             }
             state.earliestDeadline = min(state.earliestDeadline, deadline)
         }
     }
 
-    /// How many jobs of `queue` run here now.
+    /// How many jobs of `queue` (its shards together) run here now.
     func count(inQueue queue: String) -> Int { state.withLock { $0.perQueue[queue] ?? 0 } }
 
     /// Attaches the task after it was created (it may already have finished: then nothing is kept).
-    func attach(_ task: Task<Void, Never>, to entry: String) {
+    func attach(_ task: Task<Void, Never>, to job: ReservedJob) {
+        let entry = job.runKey
         let cancelNow = state.withLock { state -> Bool in
             guard state.running[entry] != nil else { return false }
             state.running[entry]!.task = task
@@ -52,13 +53,15 @@ final class InFlight: Sendable {
         if cancelNow { task.cancel() }
     }
 
-    func remove(_ entry: String) {
+    func remove(_ job: ReservedJob) {
         state.withLock { state in
-            if let gone = state.running.removeValue(forKey: entry) { state.perQueue[gone.job.queue, default: 1] -= 1 }
+            if let gone = state.running.removeValue(forKey: job.runKey) {
+                state.perQueue[QueueShards.queue(ofShard: gone.job.queue), default: 1] -= 1
+            }
         }
     }
 
-    func cancellation(of entry: String) -> Cancellation? { state.withLock { $0.running[entry]?.cancellation } }
+    func cancellation(of job: ReservedJob) -> Cancellation? { state.withLock { $0.running[job.runKey]?.cancellation } }
 
     /// Marks jobs past their deadline as timed out; returns their tasks to cancel.
     func expire(now: ContinuousClock.Instant) -> [Task<Void, Never>] {
@@ -119,4 +122,11 @@ final class InFlight: Sendable {
     var jobs: [ReservedJob] { state.withLock { $0.running.values.map(\.job) } }
     var isEmpty: Bool { state.withLock { $0.running.isEmpty } }
     var count: Int { state.withLock { $0.running.count } }
+}
+
+extension ReservedJob {
+    /// A running job's key: its stream entry's id is unique in its stream only (two queues', or two shards', entries
+    /// added in the same millisecond share it; keyed by the id alone, one replaced the other and the queue's count of
+    /// running jobs fell short, letting a limited queue start one too many).
+    var runKey: String { queue + " " + entry }
 }

@@ -193,6 +193,8 @@ extension JobQueue {
     ) async throws -> [ReservedJob] {
         var jobs: [ReservedJob] = []
         var room = count
+        // Each limited queue's room, shared by its shards.
+        var rooms = limits
         for streamReply in reply {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })
@@ -203,7 +205,8 @@ extension JobQueue {
             let mode: StartCall.Mode = jobs.contains(where: \.isolated) ? .handBack : idle && jobs.isEmpty ? .idle : .busy
             var call = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: mode)
             var surplus = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: .handBack)
-            var queueRoom = limits[queue] ?? Int.max
+            let limited = QueueShards.queue(ofShard: queue)
+            var queueRoom = rooms[limited] ?? Int.max
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
                     let id = fields[JobField.id.rawValue]?.string
@@ -216,6 +219,7 @@ extension JobQueue {
                     surplus.add(entry: entryID, id: id, carried: fields)
                 }
             }
+            if rooms[limited] != nil { rooms[limited] = queueRoom }
             if !surplus.isEmpty { try await redis.run(surplus) }
             guard !call.isEmpty else { continue }
             let started = try await redis.run(call)
@@ -282,7 +286,8 @@ extension JobQueue {
         queue: String, limit: Int = 500, forgetConsumersAfter: Duration = .seconds(3600)
     ) async throws -> [JobID] {
         let k = keys(queue)
-        let minimum = catalog.kinds.values.filter { $0.queue == queue }.map(\.visibilityTimeout).min() ?? .seconds(30)
+        let owner = QueueShards.queue(ofShard: queue)
+        let minimum = catalog.kinds.values.filter { $0.queue == owner }.map(\.visibilityTimeout).min() ?? .seconds(30)
         let reply = try await recreatingGroups([queue]) {
             try await redis.run(
                 ReclaimCall(

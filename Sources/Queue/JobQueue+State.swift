@@ -20,9 +20,33 @@ public struct QueueState: Sendable, Equatable {
 
 extension JobQueue {
     /// Every queue's state in two pipelined round trips (counts and heads, then the first undelivered entry of each
-    /// queue that has one): cheap enough for every scrape.
+    /// queue that has one): cheap enough for every scrape. A sharded queue's counts are its shards' added up, its
+    /// latency their longest.
     public func states() async throws -> [QueueState] {
-        let queues = catalog.queues
+        var byQueue: [String: QueueState] = [:]
+        for state in try await shardStates() {
+            let queue = QueueShards.queue(ofShard: state.queue)
+            guard var sum = byQueue[queue] else {
+                byQueue[queue] = QueueState(
+                    queue: queue, queued: state.queued, running: state.running, scheduled: state.scheduled,
+                    retrying: state.retrying, dead: state.dead, latency: state.latency)
+                continue
+            }
+            sum.queued += state.queued
+            sum.running += state.running
+            sum.scheduled += state.scheduled
+            sum.retrying += state.retrying
+            sum.dead += state.dead
+            sum.latency = max(sum.latency, state.latency)
+            byQueue[queue] = sum
+        }
+        return catalog.queues.compactMap { byQueue[$0] }
+    }
+
+    /// Each Redis queue's state (each shard's apart).
+    private func shardStates() async throws -> [QueueState] {
+        await syncShardsIfStale()
+        let queues = allShards
         let perQueue = 7
         var commands: [[String]] = [["TIME"]]
         for queue in queues {

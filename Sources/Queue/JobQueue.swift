@@ -106,13 +106,34 @@ public final class JobQueue: Sendable {
     public let catalog: JobCatalog
     public let options: QueueOptions
 
+    let shardMap: ShardMap
+
     public init(redis: RedisClient, catalog: JobCatalog, options: QueueOptions = .init()) {
         self.redis = redis
         self.catalog = catalog
         self.options = options
+        self.shardMap = ShardMap(catalog: catalog)
     }
 
     public func keys(_ queue: String) -> QueueKeys { QueueKeys(prefix: options.prefix, queue: queue) }
+
+    /// The Redis queues that hold `queue`'s jobs: itself, or its shards (every one ever used; see ``QueueShards``).
+    public func shards(of queue: String) -> [String] { shardMap.readable(queue) }
+
+    /// Every Redis queue of every queue: what upkeep, look-ups and counts cover.
+    public var allShards: [String] { catalog.queues.flatMap { shardMap.readable($0) } }
+
+    /// Records this process's shard counts in Redis and learns the largest ever used (a smaller count configured now
+    /// still reads the shards a larger one filled). True when the shards to read changed.
+    @discardableResult
+    public func syncShards() async throws -> Bool {
+        try await shardMap.sync(redis: redis, key: shardsKey)
+    }
+
+    /// ``syncShards()`` unless done in the last 5 s: called first by what reads every shard.
+    func syncShardsIfStale() async { await shardMap.syncIfStale(redis: redis, key: shardsKey) }
+
+    private var shardsKey: String { "\(options.prefix):shards" }
 
     func spec(_ kind: String) throws(QueueError) -> JobKindSpec {
         guard let spec = catalog[kind] else {
@@ -190,7 +211,8 @@ public final class JobQueue: Sendable {
             uniqueTTL = uniqueTTL ?? uniqueness.ttl
         }
         return PreparedJob(
-            index: index, id: id, kind: spec.name, queue: spec.queue, maxAttempts: spec.maxAttempts,
+            index: index, id: id, kind: spec.name, queue: shardMap.shard(of: spec.queue, key: uniqueKey ?? options.cron?.name),
+            maxAttempts: spec.maxAttempts,
             visibilityMs: spec.visibilityTimeout.milliseconds, payload: payload.jsonString, options: options,
             uniqueKey: uniqueKey, uniqueTTL: uniqueTTL)
     }
@@ -258,7 +280,8 @@ public final class JobQueue: Sendable {
     package func entryCommand(kind: String, payload: String) throws(QueueError) -> [String] {
         let spec = try spec(kind)
         return Self.entryCommand(
-            keys(spec.queue).stream, id: .random(), kind: spec.name, payload: payload, maxAttempts: spec.maxAttempts,
+            keys(shardMap.shard(of: spec.queue, key: nil)).stream, id: .random(), kind: spec.name, payload: payload,
+            maxAttempts: spec.maxAttempts,
             visibilityMs: spec.visibilityTimeout.milliseconds)
     }
 
@@ -331,7 +354,8 @@ public final class JobQueue: Sendable {
     /// has none until a worker starts it; `searchingStreams` then finds it (as queued) by reading every waiting job
     /// of every queue, as Sidekiq's `Queue#find_job` does: for operators, never on a request path.
     public func record(_ id: JobID, searchingStreams: Bool = false) async throws -> JobRecord? {
-        let queues = catalog.queues
+        await syncShardsIfStale()
+        let queues = allShards
         let replies = try await redis.pipeline(
             queues.flatMap { queue in
                 [["HGETALL", keys(queue).job(id)], ["ZSCORE", keys(queue).dead, id.rawValue]]
@@ -350,7 +374,7 @@ public final class JobQueue: Sendable {
     /// The stream entry that carries job `id` (one enqueued without a record), found by reading every waiting job of
     /// every queue: for operators, never on a request path.
     func streamEntry(of id: JobID) async throws -> (queue: String, entry: String, fields: [String: String])? {
-        for queue in catalog.queues {
+        for queue in allShards {
             let stream = keys(queue).stream
             var from = "-"
             while true {
@@ -379,10 +403,33 @@ public final class JobQueue: Sendable {
         public var succeededTotal: Int
         public var failedTotal: Int
         public var retriedTotal: Int
+
+        init(queue: String) {
+            self = QueueStats(
+                queue: queue, queued: 0, running: 0, scheduled: 0, retrying: 0, dead: 0, succeededTotal: 0, failedTotal: 0,
+                retriedTotal: 0)
+        }
+
+        init(
+            queue: String, queued: Int, running: Int, scheduled: Int, retrying: Int, dead: Int, succeededTotal: Int,
+            failedTotal: Int, retriedTotal: Int
+        ) {
+            self.queue = queue
+            self.queued = queued
+            self.running = running
+            self.scheduled = scheduled
+            self.retrying = retrying
+            self.dead = dead
+            self.succeededTotal = succeededTotal
+            self.failedTotal = failedTotal
+            self.retriedTotal = retriedTotal
+        }
     }
 
+    /// Each queue's counts, its shards' added up.
     public func stats() async throws -> [QueueStats] {
-        let queues = catalog.queues
+        await syncShardsIfStale()
+        let queues = allShards
         let replies = try await redis.pipeline(
             queues.flatMap { queue -> [[String]] in
                 let k = keys(queue)
@@ -391,15 +438,24 @@ public final class JobQueue: Sendable {
                     ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"],
                 ]
             })
-        return queues.enumerated().map { index, queue in
+        var byQueue: [String: QueueStats] = [:]
+        for (index, shard) in queues.enumerated() {
             let r = Array(replies[index * 6..<index * 6 + 6])
             let stream = StreamCounts(length: r[0], groups: r[1])
             let totals = r[5].array ?? []
-            return QueueStats(
-                queue: queue, queued: stream.queued, running: stream.running, scheduled: r[2].int ?? 0,
-                retrying: r[3].int ?? 0, dead: r[4].int ?? 0, succeededTotal: totals.first?.int ?? 0,
-                failedTotal: totals.dropFirst().first?.int ?? 0, retriedTotal: totals.dropFirst(2).first?.int ?? 0)
+            let queue = QueueShards.queue(ofShard: shard)
+            var sum = byQueue[queue] ?? QueueStats(queue: queue)
+            sum.queued += stream.queued
+            sum.running += stream.running
+            sum.scheduled += r[2].int ?? 0
+            sum.retrying += r[3].int ?? 0
+            sum.dead += r[4].int ?? 0
+            sum.succeededTotal += totals.first?.int ?? 0
+            sum.failedTotal += totals.dropFirst().first?.int ?? 0
+            sum.retriedTotal += totals.dropFirst(2).first?.int ?? 0
+            byQueue[queue] = sum
         }
+        return catalog.queues.compactMap { byQueue[$0] }
     }
 
     /// Runs a waiting job now: from the dead set (with its attempts reset), the retry set or the delayed set.
@@ -417,7 +473,7 @@ public final class JobQueue: Sendable {
     /// The dead set of every queue, newest first.
     public func deadJobs(limit: Int = 100) async throws -> [JobRecord] {
         var records: [JobRecord] = []
-        for queue in catalog.queues {
+        for queue in allShards {
             let ids = try await redis.send(["ZREVRANGE", keys(queue).dead, "0", String(limit - 1)]).array ?? []
             for value in ids {
                 if let id = value.string.flatMap(JobID.init(rawValue:)), let record = try await record(id) {
@@ -431,7 +487,7 @@ public final class JobQueue: Sendable {
     /// Retries every dead job; returns how many.
     public func retryAllDead() async throws -> Int {
         var count = 0
-        for queue in catalog.queues {
+        for queue in allShards {
             let k = keys(queue)
             while true {
                 let ids = try await redis.send(["ZRANGE", k.dead, "0", "499"]).array?.compactMap(\.string) ?? []
@@ -447,7 +503,7 @@ public final class JobQueue: Sendable {
 
     /// Deletes a dead job for good.
     public func discardDead(_ id: JobID) async throws {
-        for queue in catalog.queues {
+        for queue in allShards {
             let k = keys(queue)
             if try await redis.run(DiscardCall(k, id: id.rawValue)).int == 1 { return }
         }

@@ -95,6 +95,8 @@ public final class Worker: Service {
     }
 
     var queueNames: [String] { options.queues.map(\.name) }
+    /// The Redis queues read for them: each queue itself, or its shards.
+    var shardNames: [String] { queueNames.flatMap { queue.shards(of: $0) } }
 
     public func run() async throws {
         let connections = FetchConnections(redis: queue.redis)
@@ -105,7 +107,10 @@ public final class Worker: Service {
         }
         // The handler covers start-up too: a SIGTERM while Redis is still unreachable ends the process.
         await withGracefulShutdownHandler {
-            await self.untilRedisAnswers { try await self.queue.prepare(queues: self.queueNames, consumer: self.options.consumer) }
+            await self.untilRedisAnswers {
+                try await self.queue.syncShards()
+                try await self.queue.prepare(queues: self.shardNames, consumer: self.options.consumer)
+            }
             guard !self.isStopping else { return }
             if let warning = try? await self.queue.evictionWarning() { self.logger.warning("\(warning)") }
             self.logger.info(
@@ -122,6 +127,7 @@ public final class Worker: Service {
                 await withDiscardingTaskGroup { group in
                     group.addTask { await self.maintain("timeouts", every: .milliseconds(100)) { self.enforceTimeouts() } }
                     group.addTask { await self.maintain("lease renewal", every: self.heartbeatInterval) { try await self.renewLeases() } }
+                    group.addTask { await self.maintain("shard sync", every: .seconds(5)) { try await self.followShards() } }
                 }
             }
             await self.fetch(using: connections)
@@ -131,7 +137,7 @@ public final class Worker: Service {
             await recording.value
             await housekeeping.value
             await self.upkeepTask.withLock { $0 }?.value
-            await self.queue.unregister(consumer: self.options.consumer, queues: self.queueNames)
+            await self.queue.unregister(consumer: self.options.consumer, queues: self.shardNames)
         } onGracefulShutdown: {
             self.stop()
             Task { await connections.unblock() }
@@ -195,6 +201,15 @@ public final class Worker: Service {
         Task { await connections.unblock() }
     }
 
+    /// Reads the queues' shard counts again: shards a producer with a larger `shards:` started filling are read from now
+    /// on (their groups made first).
+    private func followShards() async throws {
+        guard try await queue.syncShards() else { return }
+        try await queue.prepare(queues: shardNames, consumer: options.consumer)
+        logger.info("queue shards changed", metadata: ["shards": "\(shardNames.joined(separator: ","))"])
+        unblockFetch()
+    }
+
     private func startUpkeep() {
         let upkeep = Upkeep(
             queue: queue, holder: options.consumer, ttl: options.upkeepLease, promoteInterval: options.promoteInterval,
@@ -219,9 +234,10 @@ public final class Worker: Service {
             let want = min(free, 500)
             // Read before the rooms: a release after this point ends the wait below at once.
             let releases = slots.releases
-            let room = self.room()
+            var room = self.room()
             // Without limits (the default) every served queue is open: no filtering per fetch.
-            let open = room.isEmpty ? queueNames : queueNames.filter { (room[$0] ?? 1) > 0 }
+            let open =
+                room.isEmpty ? shardNames : shardNames.filter { (room[QueueShards.queue(ofShard: $0)] ?? 1) > 0 }
             if open.isEmpty {
                 // Every queue is at its own limit: nothing to fetch until one of their jobs ends.
                 await slots.waitForRelease(after: releases)
@@ -231,10 +247,14 @@ public final class Worker: Service {
             let idle = inFlight.isEmpty
             do {
                 for name in weightedOrder() where jobs.count < want && !jobs.contains(where: \.isolated) {
-                    let count = min(want - jobs.count, room[name] ?? .max)
+                    // A sharded queue's shards share its room.
+                    let limited = QueueShards.queue(ofShard: name)
+                    let count = min(want - jobs.count, room[limited] ?? .max)
                     guard count > 0 else { continue }
-                    jobs += try await queue.reserve(
+                    let reserved = try await queue.reserve(
                         queue: name, count: count, consumer: options.consumer, idle: idle && jobs.isEmpty)
+                    jobs += reserved
+                    if let left = room[limited] { room[limited] = left - reserved.count }
                 }
                 if jobs.isEmpty && !isStopping {
                     jobs = try await queue.waitForJobs(
@@ -273,8 +293,13 @@ public final class Worker: Service {
     }
 
     /// Queue order for one fetch: weighted random without replacement (Sidekiq's weighted mode), so a heavy
-    /// queue goes first more often and a light one is never starved.
+    /// queue goes first more often and a light one is never starved. A sharded queue's shards come together, in a
+    /// random order.
     func weightedOrder() -> [String] {
+        logicalOrder().flatMap { queue.shards(of: $0).shuffled() }
+    }
+
+    private func logicalOrder() -> [String] {
         var pool = options.queues
         if pool.count == 1 { return [pool[0].name] }
         var order: [String] = []
@@ -301,14 +326,16 @@ public final class Worker: Service {
             let reason = "no handler for job kind '\(job.kind)' in this worker"
             logger.error("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "error": "\(reason)"])
             outcomes.append(.dead(job, error: reason, retention: queue.catalog[job.kind]?.retention.failed ?? .seconds(30 * 86_400)))
-            for observer in options.observers { observer.jobFinished(kind: job.kind, queue: job.queue, outcome: .dead, duration: .zero) }
+            for observer in options.observers {
+                observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .dead, duration: .zero)
+            }
             slots.release()
             return
         }
         inFlight.insert(job, deadline: .now + spec.timeout)
-        for observer in options.observers { observer.jobStarted(kind: job.kind, queue: job.queue) }
+        for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
         let task = Task { await self.execute(job, spec: spec, handler: handler) }
-        inFlight.attach(task, to: job.entry)
+        inFlight.attach(task, to: job)
     }
 
     private func execute(_ job: ReservedJob, spec: JobKindSpec, handler: JobRegistry.Handler) async {
@@ -324,7 +351,7 @@ public final class Worker: Service {
             let result = try await handler(job.payload, context)
             outcome = .succeeded(job, result: result, retention: spec.retention.succeeded)
         } catch {
-            switch inFlight.cancellation(of: job.entry) {
+            switch inFlight.cancellation(of: job) {
             case .shutdown:
                 outcome = .requeue(job)
                 message = "job handed back"
@@ -359,12 +386,12 @@ public final class Worker: Service {
                 message = "job failed"
             }
         }
-        inFlight.remove(job.entry)
+        inFlight.remove(job)
         slots.release()
         outcomes.append(outcome)
         let duration = ContinuousClock.now - began
         for observer in options.observers {
-            observer.jobFinished(kind: job.kind, queue: job.queue, outcome: outcome.end, duration: duration)
+            observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: outcome.end, duration: duration)
         }
         logger.log(
             level: logLevel, "\(message)",

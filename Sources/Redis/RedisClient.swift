@@ -380,7 +380,7 @@ public final class RedisClient: Sendable {
 }
 
 extension RedisValue {
-    var isError: Bool {
+    public var isError: Bool {
         if case .error = self { return true }
         return false
     }

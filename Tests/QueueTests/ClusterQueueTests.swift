@@ -9,6 +9,22 @@ import Testing
 /// A worker whose queues live on different masters of a Redis Cluster: one queue's keys share its `{queue}` tag (one
 /// slot), so three queues can sit on three nodes, and no single command may read them all.
 @Suite struct ClusterQueueTests {
+    /// The port of the master serving each slot.
+    static func masterPorts() async throws -> (Int) -> Int? {
+        let seed = try RedisConfiguration(url: TestServices.clusterURL)
+        var configuration = RedisConfiguration(host: seed.host, port: seed.port)
+        configuration.followsCluster = false
+        let node = RedisClient(configuration: configuration)
+        defer { node.close() }
+        var owners: [(ClosedRange<Int>, Int)] = []
+        for range in try await node.send("CLUSTER", "SLOTS").array ?? [] {
+            guard let fields = range.array, let start = fields[0].int, let end = fields[1].int, let port = fields[2].array?[1].int
+            else { continue }
+            owners.append((start...end, port))
+        }
+        return { slot in owners.first { $0.0.contains(slot) }?.1 }
+    }
+
     /// Three queue names whose slots three different masters serve (a queue's slot is its name's: `{name}`).
     static func queuesOnThreeMasters() async throws -> [String] {
         let seed = try RedisConfiguration(url: TestServices.clusterURL)

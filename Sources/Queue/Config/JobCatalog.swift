@@ -53,6 +53,15 @@ public struct JobCatalog: Sendable {
             }
             limits[spec.queue] = limits[spec.queue] ?? spec
         }
+        var shards: [String: JobKindSpec] = [:]
+        for spec in kinds.values.sorted(by: { $0.file < $1.file }) {
+            guard let count = spec.shards else { continue }
+            if let first = shards[spec.queue], first.shards != count {
+                throw ConfigError(
+                    file: spec.file, reason: "shards \(count) for queue '\(spec.queue)' disagrees with \(first.shards!) in \(first.file)")
+            }
+            shards[spec.queue] = shards[spec.queue] ?? spec
+        }
         return JobCatalog(kinds: Array(kinds.values))
     }
 
@@ -61,6 +70,12 @@ public struct JobCatalog: Sendable {
 
     /// Every queue some kind uses, sorted: what a worker that serves "all queues" listens on.
     public var queues: [String] { Set(kinds.values.map(\.queue)).sorted() }
+
+    /// How many shards `queue` is split into (`shards:` in its kinds' files; the largest, for a catalog built in code
+    /// with several), 1 when none says.
+    public func shardCount(of queue: String) -> Int {
+        kinds.values.filter { $0.queue == queue }.compactMap(\.shards).max() ?? 1
+    }
 
     /// Each queue's `queue_limit:` from its kinds' files (the smallest, for a catalog built in code with several).
     public var queueLimits: [String: Int] {

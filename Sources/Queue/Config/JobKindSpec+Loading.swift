@@ -4,7 +4,7 @@ import Yams
 
 extension JobKindSpec {
     static let topLevelKeys = [
-        "queue", "queue_limit", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
+        "queue", "queue_limit", "shards", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
         "schedules", "rate_limit", "payload",
     ]
 
@@ -43,6 +43,13 @@ extension JobKindSpec {
                 throw reader.error(entry.value, "queue_limit", "must be from 1 to \(Self.maximumQueueLimit), got \(limit)")
             }
             queueLimit = limit
+        }
+        if let entry = entries["shards"] {
+            let count = try reader.int(entry.value, "shards", expected: "an integer from 1 to \(Self.maximumShards)")
+            guard (1...Self.maximumShards).contains(count) else {
+                throw reader.error(entry.value, "shards", "must be from 1 to \(Self.maximumShards), got \(count)")
+            }
+            shards = count
         }
         if let entry = entries["priority"] {
             priority = try reader.int(entry.value, "priority", expected: "an integer from 1 to 100")

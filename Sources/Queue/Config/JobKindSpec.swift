@@ -9,6 +9,10 @@ public struct JobKindSpec: Sendable, Equatable {
     /// `--queues name=N` overrides it). Kinds sharing a queue that set it must agree. nil: only the worker's
     /// concurrency bounds the queue.
     public var queueLimit: Int?
+    /// How many shards the queue is split into (`shards:`, 1 to ``maximumShards``; default 1). Each shard is a queue
+    /// of its own in Redis (`{queue#0}` … `{queue#N-1}`, one hash tag each), so a Redis Cluster spreads them over its
+    /// nodes. Kinds sharing a queue that set it must agree.
+    public var shards: Int?
     /// 1...100, higher runs first within a worker's queues.
     public var priority: Int
     /// How long a handler may run before the attempt is failed.
@@ -32,6 +36,7 @@ public struct JobKindSpec: Sendable, Equatable {
 
     public static let defaultQueue = "default"
     public static let maximumQueueLimit = 100_000
+    public static let maximumShards = 64
     public static let defaultPriority = 1
     public static let defaultTimeout: Duration = .seconds(30)
     public static let defaultVisibilityTimeout: Duration = .seconds(30)
@@ -43,6 +48,7 @@ public struct JobKindSpec: Sendable, Equatable {
         name: String,
         queue: String = defaultQueue,
         queueLimit: Int? = nil,
+        shards: Int? = nil,
         priority: Int = defaultPriority,
         timeout: Duration = defaultTimeout,
         visibilityTimeout: Duration = defaultVisibilityTimeout,
@@ -58,6 +64,7 @@ public struct JobKindSpec: Sendable, Equatable {
         self.name = name
         self.queue = queue
         self.queueLimit = queueLimit
+        self.shards = shards
         self.priority = priority
         self.timeout = timeout
         self.visibilityTimeout = visibilityTimeout

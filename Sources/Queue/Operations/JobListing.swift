@@ -46,11 +46,12 @@ extension JobQueue {
         var members: [(queue: String, id: String, score: Double)] = []
         var total = 0
         var truncated = false
+        await syncShardsIfStale()
         if search.isEmpty {
             // Each queue's first offset+limit members; merged, the page is exact.
             let end = String(offset + limit - 1)
             let command = set == .dead ? "ZREVRANGE" : "ZRANGE"
-            let queues = catalog.queues
+            let queues = allShards
             let replies = try await redis.pipeline(
                 queues.flatMap { queue in
                     [[command, set.key(keys(queue)), "0", end, "WITHSCORES"], ["ZCARD", set.key(keys(queue))]]
@@ -60,7 +61,7 @@ extension JobQueue {
                 total += replies[index * 2 + 1].int ?? 0
             }
         } else if let id = JobID(rawValue: search) {
-            let queues = catalog.queues
+            let queues = allShards
             let replies = try await redis.pipeline(queues.map { ["ZSCORE", set.key(keys($0)), id.rawValue] })
             for (queue, reply) in zip(queues, replies) {
                 if let score = reply.string.flatMap(Double.init) { members.append((queue, id.rawValue, score)) }
@@ -68,7 +69,7 @@ extension JobQueue {
             total = members.count
         } else {
             let needle = search.lowercased()
-            for queue in catalog.queues {
+            for queue in allShards {
                 let key = set.key(keys(queue))
                 let scanned = Self.scored(
                     try await redis.send(["ZRANGE", key, "0", String(Self.searchScanLimit - 1), "WITHSCORES"]))

@@ -19,7 +19,8 @@ extension JobQueue {
     /// Throws `QueueError.notFound` for no such job and `.alreadyFinished` for one that succeeded, failed or was
     /// cancelled already.
     public func cancel(_ id: JobID) async throws -> CancelResult {
-        let queues = catalog.queues
+        await syncShardsIfStale()
+        let queues = allShards
         let replies = try await redis.pipeline(queues.map { ["HGET", keys($0).job(id), JobField.kind.rawValue] })
         var call: CancelCall?
         for (queue, reply) in zip(queues, replies) {

@@ -104,7 +104,8 @@ final class Upkeep: Sendable {
 
     private func forEachQueue(_ body: (String) async throws -> Void) async throws {
         var firstError: (any Error)?
-        for name in queue.catalog.queues {
+        await queue.syncShardsIfStale()
+        for name in queue.allShards {
             do { try await body(name) } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }
