@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Queue
+import TestSupport
 import Testing
 import Workers
 
@@ -9,8 +10,8 @@ import Workers
         try #require(try await api.queue.enqueue("noop", payload: payload, options: EnqueueOptions(owner: owner)).id)
     }
 
-    @Test func waitReturnsTheFinishedJob() async throws {
-        try await TestAPI.run { api, client in
+    @Test(arguments: TestServices.redisURLs) func waitReturnsTheFinishedJob(redisURL: String) async throws {
+        try await TestAPI.run(redisURL: redisURL) { api, client in
             let account = try await api.register(client)
             let (worker, task) = api.startWorker(queue: "default")
             defer { worker.stop() }
@@ -44,8 +45,8 @@ import Workers
     }
 
     /// Many waiting requests share the process's one subscription; none opens a Redis connection of its own.
-    @Test func waitersShareOneSubscription() async throws {
-        try await TestAPI.run { api, client in
+    @Test(arguments: TestServices.redisURLs) func waitersShareOneSubscription(redisURL: String) async throws {
+        try await TestAPI.run(redisURL: redisURL) { api, client in
             let account = try await api.register(client)
             let ids = try await (0..<6).asyncMap { _ in try await enqueueNoop(api, owner: account.id, payload: ["sleepMs": 50]) }
             let channel = api.queue.keys("default").events

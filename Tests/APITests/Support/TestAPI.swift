@@ -55,8 +55,10 @@ struct TestAPI: Sendable {
     ///   - environment: extra settings as the process environment would give them (`LOGIN_MAX_FAILURES`, …).
     ///   - live: serve on a real loopback port (needed where the client address matters).
     ///   - faults: reach Redis and Postgres through `FaultProxy`s (`redisProxy`, `postgresProxy`) to cut.
+    ///   - redisURL: the single Redis, or the cluster (`TestServices.clusterURL`).
     static func run<T: Sendable>(
         apple: Bool = true, environment: [String: String] = [:], live: Bool = false, faults: Bool = false,
+        redisURL: String = TestServices.redisURL,
         _ body: @Sendable (TestAPI, any TestClientProtocol) async throws -> T
     ) async throws -> T {
         await RunLimiter.shared.acquire()
@@ -67,8 +69,7 @@ struct TestAPI: Sendable {
         var configuration = try databaseConfiguration()
         configuration.searchPath = schema
         configuration.poolSize = 4
-        var redisConfiguration = try RedisConfiguration(
-            url: TestServices.redisURL)
+        var redisConfiguration = try RedisConfiguration(url: redisURL)
         var redisProxy: FaultProxy?
         var postgresProxy: FaultProxy?
         if faults {
