@@ -2,7 +2,7 @@
 # Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres;
 # a whole run (no arguments) also lints the code (swift format lint --strict) first, and after the suite fuzzes the
 # API against its OpenAPI document (ops/contract.sh), validates the deploy kit (ops/deploy/check.sh) and drives the
-# dashboard in headless Chromium (ops/dashboard/run.sh).
+# dashboard in headless Chromium (ops/dashboard/run.sh), and runs workers on several hosts (ops/faults/hosts.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -73,4 +73,7 @@ if (($# == 0)); then
     bash ops/contract.sh
     bash ops/deploy/check.sh
     bash ops/dashboard/run.sh
+    # Workers on several hosts (network namespaces): a host killed, a host cut off past its leases, a rolling deploy
+    # of 20,000 jobs. Skipped, saying so, where the machine forbids `ip netns`.
+    bash ops/faults/hosts.sh --binary .build/debug/carbscan
 fi

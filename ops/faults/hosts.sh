@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Usage: ops/faults/hosts.sh [--binary PATH] [--jobs N] [--deploy-jobs N]
+# Workers on several "hosts" (issue 16 §3): network namespaces on this machine joined by a bridge (10.77.0.0/24), a
+# Redis Cluster of three masters each in a namespace of its own (cs-r1..cs-r3, 10.77.0.11-13, port 6379), two worker
+# hosts (cs-w1, cs-w2, 10.77.0.21-22) running `carbscan work`, and the producer and the checks in the root namespace.
+# noop jobs (visibility timeout 5 s, 200 ms of work each) record their id in a Redis list when they finish, so a job
+# run twice shows up twice. Three checks:
+#   1. kill host (--jobs, default 2000): every process of cs-w1 is killed (-9) mid-run; every job must finish, runs beyond the jobs in flight
+#      on the dead host = 0.
+#   2. cut host (--jobs): cs-w1's link goes down for 12 s (over two leases) and comes back; its jobs are re-run on cs-w2, and its
+#      late acknowledgements must not count: every job succeeded once in the counts, none failed or dead.
+#   3. rolling deploy (--deploy-jobs, default 20,000): 4 workers (2 per host) are each replaced in turn (SIGTERM, wait,
+#      start a new one) while the jobs flow: zero failed, zero lost, zero run twice.
+# Needs root and `ip netns`; where the machine forbids them it says so and exits 0 (skipped).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+binary=.build/release/carbscan
+jobs=2000
+deploy_jobs=20000
+while (($#)); do
+    case $1 in
+        --binary) binary=$2; shift 2 ;;
+        --jobs) jobs=$2; shift 2 ;;
+        --deploy-jobs) deploy_jobs=$2; shift 2 ;;
+        *) echo "unknown argument $1" >&2; exit 64 ;;
+    esac
+done
+[[ -x $binary ]] || { echo "no $binary: swift build -c release --product carbscan first (or --binary)" >&2; exit 69; }
+binary=$(readlink -f "$binary")
+log() { echo "hosts.sh: $*" >&2; }
+
+if [[ $(id -u) != 0 ]] || ! ip netns add cs-probe 2>/dev/null; then
+    log "skipped: network namespaces need root and 'ip netns' (not allowed here)"
+    exit 0
+fi
+ip netns del cs-probe
+
+dir=$(mktemp -d /var/tmp/carbscan-hosts-XXXX)
+hosts=(r1 r2 r3 w1 w2)
+declare -A address=([r1]=10.77.0.11 [r2]=10.77.0.12 [r3]=10.77.0.13 [w1]=10.77.0.21 [w2]=10.77.0.22)
+cleanup() {
+    for host in "${hosts[@]}"; do
+        mapfile -t pids < <(ip netns pids "cs-$host" 2>/dev/null || true)
+        ((${#pids[@]} == 0)) || kill -9 "${pids[@]}" 2>/dev/null || true
+        ip netns del "cs-$host" 2>/dev/null || true
+        ip link del "cs-$host" 2>/dev/null || true
+    done
+    ip link del csbr0 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+cleanup
+mkdir -p "$dir"
+
+# The network: a bridge in the root namespace, a veth pair per host (cs-HOST here, eth0 there).
+ip link add csbr0 type bridge
+ip addr add 10.77.0.1/24 dev csbr0
+ip link set csbr0 up
+for host in "${hosts[@]}"; do
+    ip netns add "cs-$host"
+    ip link add "cs-$host" type veth peer name eth0 netns "cs-$host"
+    ip link set "cs-$host" master csbr0 up
+    ip -n "cs-$host" addr add "${address[$host]}/24" dev eth0
+    ip -n "cs-$host" link set eth0 up
+    ip -n "cs-$host" link set lo up
+done
+on() { local host=$1; shift; ip netns exec "cs-$host" "$@"; }
+
+# The cluster: one master per namespace.
+for host in r1 r2 r3; do
+    mkdir -p "$dir/$host"
+    on "$host" redis-server --bind "${address[$host]}" --port 6379 --cluster-enabled yes --cluster-node-timeout 2000 \
+        --cluster-config-file "$dir/$host/nodes.conf" --save "" --appendonly no --dir "$dir/$host" --daemonize yes \
+        --logfile "$dir/$host/redis.log" --protected-mode no
+done
+for host in r1 r2 r3; do until redis-cli -h "${address[$host]}" ping >/dev/null 2>&1; do sleep 0.05; done; done
+redis-cli --cluster create 10.77.0.11:6379 10.77.0.12:6379 10.77.0.13:6379 --cluster-yes >"$dir/create.log" 2>&1
+until [[ $(redis-cli -h 10.77.0.11 cluster info | tr -d '\r' | grep cluster_state) == cluster_state:ok ]]; do sleep 0.1; done
+export REDIS_URL=redis://10.77.0.11:6379,10.77.0.12:6379 CARBSCAN_PREFIX=hosts LOG_LEVEL=warning
+# noop with a 5 s lease, so a lost host's jobs come back within seconds.
+cp -r jobs "$dir/jobs"
+sed -i 's/^visibility_timeout: .*/visibility_timeout: 5s/' "$dir/jobs/noop.yml"
+export CARBSCAN_JOBS_DIR=$dir/jobs
+log "cluster up: 3 masters in cs-r1..cs-r3; worker hosts cs-w1, cs-w2"
+
+declare -A workers=()
+start_worker() { # NAME HOST
+    on "$2" env DATABASE_URL=postgres://127.0.0.1:1/none "$binary" work --queues default --concurrency 100 --grace 10 \
+        >>"$dir/worker-$1.log" 2>&1 &
+    workers[$1]=$!
+}
+counts() { # prints: recorded distinct succeeded failed dead queued running
+    python3 - "$@" <<'PY'
+import subprocess, json, sys
+def cli(*args):
+    return subprocess.run(["redis-cli", "-c", "-h", "10.77.0.11", *args], capture_output=True, text=True).stdout
+# The counts first: a job pushes its id before its success is counted, so the list read after them holds every job
+# they count (read before, it missed the jobs that finished meanwhile).
+stats = json.loads(subprocess.run([sys.argv[1], "jobs", "stats", "--json"], capture_output=True, text=True).stdout)
+ids = cli("LRANGE", "{hosts-probe}:record", "0", "-1").split()
+q = next(s for s in stats if s["queue"] == "default")
+print(len(ids), len(set(ids)), q["succeededTotal"], q["failedTotal"], q["dead"], q["queued"], q["running"])
+PY
+}
+reset() {
+    redis-cli -c -h 10.77.0.11 del "{hosts-probe}:record" >/dev/null
+    for node in 10.77.0.11 10.77.0.12 10.77.0.13; do redis-cli -h "$node" flushall >/dev/null; done
+}
+enqueue() { # SLEEP_MS
+    "$binary" jobs enqueue noop --count "$jobs" --payload "{\"sleepMs\": $1, \"record\": \"{hosts-probe}:record\"}" >/dev/null
+}
+# wait_done SECONDS: until every job succeeded (or the time is up); prints the counts.
+wait_done() {
+    local deadline=$((SECONDS + $1)) c
+    while true; do
+        c=$(counts "$binary")
+        read -r _ _ succeeded _ _ _ _ <<<"$c"
+        if ((succeeded >= jobs || SECONDS >= deadline)); then echo "$c"; return; fi
+        sleep 0.5
+    done
+}
+report() { # NAME COUNTS ALLOWED_EXTRA_RUNS
+    local name=$1 recorded distinct succeeded failed dead queued running
+    read -r recorded distinct succeeded failed dead queued running <<<"$2"
+    local ok=yes
+    ((distinct == jobs && succeeded == jobs && failed == 0 && dead == 0 && queued == 0)) || ok=no
+    ((recorded - distinct <= $3)) || ok=no
+    log "$name: $jobs jobs; finished $distinct distinct (runs recorded $recorded: $((recorded - distinct)) twice, allowed $3); counts: succeeded $succeeded, failed $failed, dead $dead, queued $queued, running $running: $([[ $ok == yes ]] && echo PASS || echo FAIL)"
+    [[ $ok == yes ]] || failures=$((failures + 1))
+}
+failures=0
+
+# 1. A whole worker host killed.
+reset
+start_worker a w1
+start_worker b w2
+sleep 2
+enqueue 200
+sleep 1.5
+log "killing every process of cs-w1 (kill -9)"
+mapfile -t doomed < <(ip netns pids cs-w1)
+kill -9 "${doomed[@]}" 2>/dev/null || true
+report "kill host" "$(wait_done 120)" 100
+
+# 2. A worker host cut off the network for longer than the lease, then back.
+reset
+start_worker a w1
+sleep 2
+enqueue 200
+sleep 1.5
+log "cutting cs-w1 off for 12 s"
+ip link set cs-w1 down
+sleep 12
+ip link set cs-w1 up
+report "cut host" "$(wait_done 120)" 100
+
+# 3. A rolling deploy of every worker while the jobs flow (200 ms each: 20,000 take about 10 s on 4 × 100).
+jobs=$deploy_jobs
+reset
+for name in "${!workers[@]}"; do kill -TERM "${workers[$name]}" 2>/dev/null || true; done
+wait 2>/dev/null || true
+workers=()
+start_worker a w1
+start_worker b w1
+start_worker c w2
+start_worker d w2
+sleep 2
+enqueue 200 &
+producer=$!
+for name in a b c d; do
+    sleep 1
+    host=w1
+    [[ $name == [cd] ]] && host=w2
+    kill -TERM "${workers[$name]}"
+    wait "${workers[$name]}" || true
+    start_worker "$name" "$host"
+    log "replaced worker $name on cs-$host"
+done
+wait "$producer"
+report "rolling deploy" "$(wait_done 120)" 0
+
+((failures == 0)) && log "all checks passed" || { log "$failures check(s) failed; logs in $dir"; trap - EXIT; exit 1; }
