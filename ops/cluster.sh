@@ -34,8 +34,11 @@ while (($#)); do
     esac
 done
 [[ $base_port =~ ^[0-9]+$ ]] || { log "CARBSCAN_CLUSTER_PORT=$base_port is not a port number"; exit 2; }
-# redis-cli --cluster create refuses fewer than 3 masters.
-((masters >= 3)) || { log "a Redis Cluster needs at least 3 masters (--masters $masters)"; exit 2; }
+# redis-cli --cluster create refuses fewer than 3 masters: 1 or 2 (without replicas, for benchmarks) are joined by hand.
+((masters >= 3 || (masters >= 1 && replicas == 0))) || {
+    log "fewer than 3 masters only without replicas (--masters $masters --replicas $replicas)"
+    exit 2
+}
 nodes=$((masters * (1 + replicas)))
 ((base_port >= 1024 && base_port + nodes - 1 <= 65535)) || {
     log "ports $base_port..$((base_port + nodes - 1)) are not all in 1024..65535"
@@ -236,10 +239,24 @@ start_nodes() {
     done
 }
 
+# assign_slots: what `redis-cli --cluster create` does for 1 or 2 masters (which it refuses): an equal range of the
+# 16,384 slots each, then every node meets the first.
+assign_slots() {
+    local i start end
+    for ((i = 0; i < masters; i++)); do
+        start=$((i * 16384 / masters))
+        end=$(((i + 1) * 16384 / masters - 1))
+        cli "${ports[$i]}" cluster addslotsrange "$start" "$end" >>"$cluster_dir/create.log"
+        ((i == 0)) || cli "${ports[$i]}" cluster meet 127.0.0.1 "${ports[0]}" "$(bus_port "${ports[0]}")" >>"$cluster_dir/create.log"
+    done
+}
+
 create_cluster() {
     local addresses=() port
     for port in "${ports[@]}"; do addresses+=("127.0.0.1:$port"); done
-    if ! redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$replicas" --cluster-yes \
+    if ((masters < 3)); then
+        assign_slots
+    elif ! redis-cli --cluster create "${addresses[@]}" --cluster-replicas "$replicas" --cluster-yes \
         </dev/null >"$cluster_dir/create.log" 2>&1; then
         log "redis-cli --cluster create failed:"
         cat "$cluster_dir/create.log" >&2

@@ -41,6 +41,11 @@ struct QueueBench: AsyncParsableCommand {
     var only: String = "bulk,single,process,pickup"
     @Flag(help: "Start the workers with metrics on (--metrics-port 0): the instrumentation's cost is the difference.")
     var workerMetrics = false
+    @Flag(
+        help: """
+            Count the process phase's finished jobs from the queue's counts, not from a counter each job INCRs (one key             on one node: on a cluster it would load one master more than the others).
+            """)
+    var countFromStats = false
 
     func run() async throws {
         let figures = Set(only.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
@@ -90,7 +95,7 @@ struct QueueBench: AsyncParsableCommand {
             if figures.contains("bulk") {
                 let before = try await redisCPU(redis)
                 r["bulk_enqueue_per_s"] = try await bulkEnqueue(enqueueQueue)
-                r["redis_cpu_us_per_job_bulk_enqueue"] = (try await redisCPU(redis) - before) * 1e6 / Double(jobs)
+                r["redis_cpu_us_per_job_bulk_enqueue"] = (try await redisCPU(redis).reduce(0, +) - before.reduce(0, +)) * 1e6 / Double(jobs)
             }
             if figures.contains("single") {
                 // The physical limit of one awaited call at a time, measured around ours under the same conditions.
@@ -126,7 +131,12 @@ struct QueueBench: AsyncParsableCommand {
                 r["process_per_s"] = process.rate
                 r["worker_cpu_us_per_job"] = process.cpuMicrosPerJob
                 // Polling stops at the last job; the recording of its outcome may follow a moment later.
-                r["redis_cpu_us_per_job_process"] = (try await redisCPU(redis) - before) * 1e6 / Double(jobs)
+                let perNode = zip(try await redisCPU(redis), before).map { ($0 - $1) * 1e6 / Double(jobs) }
+                r["redis_cpu_us_per_job_process"] = perNode.reduce(0, +)
+                // On a cluster: each master's share, the busiest's and the least busy's.
+                r["redis_nodes"] = Double(perNode.count)
+                r["redis_cpu_us_per_job_process_busiest_node"] = perNode.max() ?? 0
+                r["redis_cpu_us_per_job_process_idlest_node"] = perNode.min() ?? 0
             }
             if figures.contains("pickup") {
                 let latency = try await pickup(queue)
@@ -192,12 +202,18 @@ struct QueueBench: AsyncParsableCommand {
         _ count: Int, queue: JobQueue, environment: [String: String], executable: URL, pids: [Int32]
     ) async throws -> (rate: Double, cpuMicrosPerJob: Double) {
         let counter = "carbscan-bench:done"
-        let base = try await queue.redis.send(["GET", counter]).int ?? 0
+        let finished = { () async throws -> Int in
+            if countFromStats { return try await queue.stats().first { $0.queue == "default" }?.succeededTotal ?? 0 }
+            return try await queue.redis.send(["GET", counter]).int ?? 0
+        }
+        let base = try await finished()
         let cpuBefore = pids.map(cpuTicks).reduce(0, +)
         // A separate producer process, so producing does not delay this process's polling.
         let producer = Process()
         producer.executableURL = executable
-        producer.arguments = ["jobs", "enqueue", "noop", "--count", String(count), "--payload", "{\"counter\":\"\(counter)\"}"]
+        producer.arguments = [
+            "jobs", "enqueue", "noop", "--count", String(count), "--payload", countFromStats ? "{}" : "{\"counter\":\"\(counter)\"}",
+        ]
         producer.environment = environment
         producer.standardOutput = FileHandle.nullDevice
         try producer.run()
@@ -205,7 +221,7 @@ struct QueueBench: AsyncParsableCommand {
         var last: ContinuousClock.Instant?
         let deadline = ContinuousClock.now + .seconds(120)
         while last == nil && ContinuousClock.now < deadline {
-            let done = try await queue.redis.send(["GET", counter]).int ?? 0
+            let done = try await finished()
             let now = ContinuousClock.now
             if first == nil && done > base { first = now }
             if done >= base + count { last = now }
@@ -243,7 +259,9 @@ struct QueueBench: AsyncParsableCommand {
     private func waitForConsumers(_ count: Int, queue: JobQueue) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            let reply = try? await queue.redis.send(["XINFO", "CONSUMERS", queue.keys("default").stream, QueueKeys.group])
+            // Workers make their consumer on every shard before they read: the last is made last.
+            let stream = queue.keys(queue.shards(of: "default").last ?? "default").stream
+            let reply = try? await queue.redis.send(["XINFO", "CONSUMERS", stream, QueueKeys.group])
             if (reply?.array?.count ?? 0) >= count { return }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -274,13 +292,15 @@ struct QueueBench: AsyncParsableCommand {
         return line.flatMap { Double($0.split(separator: ",")[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) }
     }
 
-    /// Seconds of CPU the Redis server has used, main and background threads (`INFO cpu`).
-    private func redisCPU(_ redis: RedisClient) async throws -> Double {
-        let info = try await redis.send(["INFO", "cpu"]).string ?? ""
-        return info.split(whereSeparator: \.isNewline).reduce(0) { total, line in
-            let parts = line.split(separator: ":")
-            guard parts.count == 2, parts[0] == "used_cpu_sys" || parts[0] == "used_cpu_user" else { return total }
-            return total + (Double(parts[1]) ?? 0)
+    /// Seconds of CPU each Redis server has used (the one server, or every master of a cluster), main and background
+    /// threads (`INFO cpu`).
+    private func redisCPU(_ redis: RedisClient) async throws -> [Double] {
+        try await redis.onEveryMaster(["INFO", "cpu"]).map { reply in
+            (reply.string ?? "").split(whereSeparator: \.isNewline).reduce(0) { total, line in
+                let parts = line.split(separator: ":")
+                guard parts.count == 2, parts[0] == "used_cpu_sys" || parts[0] == "used_cpu_user" else { return total }
+                return total + (Double(parts[1]) ?? 0)
+            }
         }
     }
 

@@ -27,21 +27,11 @@ import Testing
 
     /// Three queue names whose slots three different masters serve (a queue's slot is its name's: `{name}`).
     static func queuesOnThreeMasters() async throws -> [String] {
-        let seed = try RedisConfiguration(url: TestServices.clusterURL)
-        var configuration = RedisConfiguration(host: seed.host, port: seed.port)
-        configuration.followsCluster = false
-        let node = RedisClient(configuration: configuration)
-        defer { node.close() }
-        var owners: [(ClosedRange<Int>, Int)] = []
-        for range in try await node.send("CLUSTER", "SLOTS").array ?? [] {
-            guard let fields = range.array, let start = fields[0].int, let end = fields[1].int, let port = fields[2].array?[1].int
-            else { continue }
-            owners.append((start...end, port))
-        }
+        let master = try await masterPorts()
         var byMaster: [Int: String] = [:]
         for n in 0..<1000 where byMaster.count < 3 {
             let name = "q\(n)"
-            if let port = owners.first(where: { $0.0.contains(HashSlot.of(name)) })?.1, byMaster[port] == nil { byMaster[port] = name }
+            if let port = master(HashSlot.of(name)), byMaster[port] == nil { byMaster[port] = name }
         }
         return byMaster.values.sorted()
     }

@@ -5,8 +5,10 @@ import Testing
 
 /// The Redis the ops scripts started (`REDIS_URL`, as `ops/test.sh` exports it).
 enum TestRedis {
-    static func client(poolSize: Int = 2, readTimeout: Duration = .seconds(5)) throws -> RedisClient {
-        var configuration = try RedisConfiguration(url: TestServices.redisURL)
+    static func client(poolSize: Int = 2, readTimeout: Duration = .seconds(5), url: String = TestServices.redisURL) throws
+        -> RedisClient
+    {
+        var configuration = try RedisConfiguration(url: url)
         configuration.poolSize = poolSize
         configuration.readTimeout = readTimeout
         return RedisClient(configuration: configuration)
@@ -38,10 +40,7 @@ enum TestRedis {
 /// The cluster `ops/cluster.sh` started (`CARBSCAN_CLUSTER_URL`).
 enum TestCluster {
     static func client(poolSize: Int = 2, readTimeout: Duration = .seconds(5)) throws -> RedisClient {
-        var configuration = try RedisConfiguration(url: TestServices.clusterURL)
-        configuration.poolSize = poolSize
-        configuration.readTimeout = readTimeout
-        return RedisClient(configuration: configuration)
+        try TestRedis.client(poolSize: poolSize, readTimeout: readTimeout, url: TestServices.clusterURL)
     }
 
     /// A client of one node only (no routing), to look at or steer that node.
