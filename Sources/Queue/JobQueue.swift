@@ -12,6 +12,10 @@ public struct QueueOptions: Sendable {
     public var deadSetCap: Int
     /// Dead jobs older than this are dropped.
     public var deadSetMaxAge: Duration
+    /// When set, an enqueue succeeds only once this many replicas have it (`WAIT` after the write, on its connection):
+    /// a master failing over right after it then loses nothing acknowledged. Past the timeout the enqueue throws
+    /// `RedisError.Code.notReplicated` though the job was written (a retry with a unique key is safe). Nil: off.
+    public var durability: Durability?
 
     public init(prefix: String = "carbscan", deadSetCap: Int = 10_000, deadSetMaxAge: Duration = .seconds(30 * 86_400)) {
         self.prefix = prefix
@@ -217,6 +221,12 @@ public final class JobQueue: Sendable {
             uniqueKey: uniqueKey, uniqueTTL: uniqueTTL)
     }
 
+    /// The enqueue's writes, durable when the options say so.
+    private func pipeline(_ commands: [[String]]) async throws -> [RedisValue] {
+        guard let durability = options.durability else { return try await redis.pipeline(commands) }
+        return try await redis.pipeline(commands, durability: durability)
+    }
+
     /// Writes jobs of one queue that go in by one path.
     private func write(_ jobs: [PreparedJob], queue: String, path: PreparedJob.Path, into results: inout [EnqueueResult]) async throws {
         switch path {
@@ -257,7 +267,7 @@ public final class JobQueue: Sendable {
     /// the transaction of a record and an entry, and the producer formatted 16 arguments per job instead of 12.
     private func enqueueEntries(_ jobs: [PreparedJob], queue: String, into results: inout [EnqueueResult]) async throws {
         let stream = keys(queue).stream
-        let replies = try await redis.pipeline(
+        let replies = try await pipeline(
             jobs.map {
                 Self.entryCommand(
                     stream, id: $0.id, kind: $0.kind, payload: $0.payload, maxAttempts: $0.maxAttempts, visibilityMs: $0.visibilityMs)
@@ -306,7 +316,7 @@ public final class JobQueue: Sendable {
             commands.append(["XADD", keys.stream, "*", JobField.id.rawValue, job.id.rawValue])
             if position % 100 == 99 || position == jobs.count - 1 { commands.append(["EXEC"]) }
         }
-        let replies = try await redis.pipeline(commands)
+        let replies = try await pipeline(commands)
         // Each block answers OK, QUEUED per command, then EXEC's array of the commands' replies.
         var failure: String?
         var executedCount = 0
@@ -335,7 +345,7 @@ public final class JobQueue: Sendable {
                 cron: job.options.cron.map { ($0.name, Int64($0.fireTime.timeIntervalSince1970 * 1000), $0.catchUp) },
                 owner: job.options.owner)
         }
-        let reply = try await redis.run(call)
+        let reply = try await redis.run(EnqueueCall.script, keys: call.keys, arguments: call.arguments, durability: options.durability)
         for (job, answer) in zip(jobs, reply.array ?? []) {
             let text = answer.string ?? ""
             if text == "skip" {

@@ -106,6 +106,17 @@ public final class RedisClient: Sendable {
         return try await send(commands, through: topology)
     }
 
+    /// Sends the commands as ``pipeline(_:)`` does, each node's followed on the same connection by `WAIT`: returns once
+    /// `durability.replicas` replicas acknowledged every write before it, or throws ``RedisError/Code/notReplicated``
+    /// after `durability.timeout` (the writes were made on the master, and may yet be lost with it).
+    public func pipeline(_ commands: [[String]], durability: Durability) async throws -> [RedisValue] {
+        guard !commands.isEmpty else { return [] }
+        if try await isStandalone {
+            return try durability.check(try await seed.pick().submit(commands + [durability.command], blockFor: durability.timeout))
+        }
+        return try await send(commands, through: topology, durability: durability)
+    }
+
     /// Sends `command` to every master of a cluster (to the one server otherwise), for what concerns every node:
     /// `FLUSHALL`, `DBSIZE`, `SCRIPT FLUSH`, `INFO`. Replies in the masters' order.
     public func onEveryMaster(_ command: [String]) async throws -> [RedisValue] {
@@ -118,15 +129,18 @@ public final class RedisClient: Sendable {
 
     /// Runs a Lua script by SHA, loading it first if this client has not yet, and again on `NOSCRIPT`. On a cluster
     /// it goes to the node of its keys' slot; a node that lacks it is sent the source (`EVAL`, which loads it there).
+    /// With a `durability`, the script is followed on its connection by `WAIT` (see ``pipeline(_:durability:)``).
     @discardableResult
-    public func run(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> RedisValue {
+    public func run(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability? = nil) async throws
+        -> RedisValue
+    {
         let count = String(keys.count)
         if try await !isStandalone {
             let topology = try await topology
             let sha = try await sha(of: script, on: topology.pool(for: topology.anyMaster()).pick(), reload: false)
-            var reply = try await send([["EVALSHA", sha, count] + keys + arguments], through: topology)[0]
+            var reply = try await send([["EVALSHA", sha, count] + keys + arguments], through: topology, durability: durability)[0]
             if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-                reply = try await send([["EVAL", script.source, count] + keys + arguments], through: topology)[0]
+                reply = try await send([["EVAL", script.source, count] + keys + arguments], through: topology, durability: durability)[0]
             }
             if case .error(let message) = reply { throw RedisError(.server, "\(script.name): \(message)") }
             return reply
@@ -134,7 +148,13 @@ public final class RedisClient: Sendable {
         let thread = seed.pick()
         for attempt in 0..<2 {
             let sha = try await sha(of: script, on: thread, reload: attempt > 0)
-            let reply = try await thread.submit([["EVALSHA", sha, count] + keys + arguments])[0]
+            let call = ["EVALSHA", sha, count] + keys + arguments
+            let reply =
+                if let durability {
+                    try durability.check(try await thread.submit([call, durability.command], blockFor: durability.timeout))[0]
+                } else {
+                    try await thread.submit([call])[0]
+                }
             if case .error(let message) = reply {
                 if message.hasPrefix("NOSCRIPT") { continue }
                 throw RedisError(.server, "\(script.name): \(message)")
@@ -248,7 +268,9 @@ public final class RedisClient: Sendable {
 
     /// Sends each command to its node (one pipeline per node, at once), follows redirections, and returns the
     /// replies in the commands' order. A `MULTI`…`EXEC` block goes whole to the node of its first key.
-    private func send(_ commands: [[String]], through topology: ClusterTopology) async throws -> [RedisValue] {
+    private func send(_ commands: [[String]], through topology: ClusterTopology, durability: Durability? = nil) async throws
+        -> [RedisValue]
+    {
         var targets: [RedisEndpoint] = []
         targets.reserveCapacity(commands.count)
         var blocks: [Range<Int>] = []
@@ -274,13 +296,15 @@ public final class RedisClient: Sendable {
         }
         var replies: [RedisValue]
         if targets.allSatisfy({ $0 == targets[0] }) {
-            replies = try await submit(commands, to: targets[0], topology)
+            replies = try await submit(commands, to: targets[0], topology, durability: durability)
         } else {
             replies = Array(repeating: .null, count: commands.count)
             let groups = Dictionary(grouping: commands.indices, by: { targets[$0] })
             try await withThrowingTaskGroup(of: ([Int], [RedisValue]).self) { group in
                 for (node, indices) in groups {
-                    group.addTask { (indices, try await self.submit(indices.map { commands[$0] }, to: node, topology)) }
+                    group.addTask {
+                        (indices, try await self.submit(indices.map { commands[$0] }, to: node, topology, durability: durability))
+                    }
                 }
                 for try await (indices, answers) in group {
                     for (index, answer) in zip(indices, answers) { replies[index] = answer }
@@ -295,12 +319,13 @@ public final class RedisClient: Sendable {
             for case .error(let message) in replies[block] {
                 guard let moved = Redirection(message, defaultHost: configuration.host), moved.kind == .moved else { continue }
                 topology.moved(slot: moved.slot, to: moved.node)
-                replies.replaceSubrange(block, with: try await submit(Array(commands[block]), to: moved.node, topology))
+                replies.replaceSubrange(
+                    block, with: try await submit(Array(commands[block]), to: moved.node, topology, durability: durability))
                 break
             }
         }
         for index in replies.indices where !inBlock.contains(index) {
-            replies[index] = try await redirected(commands[index], replies[index], topology)
+            replies[index] = try await redirected(commands[index], replies[index], topology, durability: durability)
         }
         return replies
     }
@@ -324,31 +349,37 @@ public final class RedisClient: Sendable {
 
     /// A reply once its redirections are followed: `MOVED` (sent again to the slot's new node, which the map learns),
     /// `ASK` (sent once to the importing node after `ASKING`), `TRYAGAIN` (sent again shortly). At most 5 times.
-    private func redirected(_ command: [String], _ reply: RedisValue, _ topology: ClusterTopology) async throws -> RedisValue {
+    private func redirected(
+        _ command: [String], _ reply: RedisValue, _ topology: ClusterTopology, durability: Durability? = nil
+    ) async throws -> RedisValue {
         var reply = reply
         for _ in 0..<5 {
             guard case .error(let message) = reply else { return reply }
             if message.hasPrefix("TRYAGAIN") {
                 try await Task.sleep(for: .milliseconds(20))
-                reply = try await send([command], through: topology)[0]
+                reply = try await send([command], through: topology, durability: durability)[0]
                 continue
             }
             guard let redirection = Redirection(message, defaultHost: configuration.host) else { return reply }
             switch redirection.kind {
             case .moved:
                 topology.moved(slot: redirection.slot, to: redirection.node)
-                reply = try await submit([command], to: redirection.node, topology)[0]
+                reply = try await submit([command], to: redirection.node, topology, durability: durability)[0]
             case .ask:
-                reply = try await submit([["ASKING"], command], to: redirection.node, topology)[1]
+                reply = try await submit([["ASKING"], command], to: redirection.node, topology, durability: durability)[1]
             }
         }
         return reply
     }
 
     /// One node's share of a call. A node that stops answering makes the map be read again (it may have failed over).
-    private func submit(_ commands: [[String]], to node: RedisEndpoint, _ topology: ClusterTopology) async throws -> [RedisValue] {
+    private func submit(
+        _ commands: [[String]], to node: RedisEndpoint, _ topology: ClusterTopology, durability: Durability? = nil
+    ) async throws -> [RedisValue] {
         do {
-            return try await topology.pool(for: node).pick().submit(commands)
+            guard let durability else { return try await topology.pool(for: node).pick().submit(commands) }
+            return try durability.check(
+                try await topology.pool(for: node).pick().submit(commands + [durability.command], blockFor: durability.timeout))
         } catch let error as RedisError where error.isTransient {
             topology.refreshSoon()
             throw error

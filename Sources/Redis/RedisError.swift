@@ -1,7 +1,7 @@
 /// Why a Redis call failed. `code` tells callers whether retrying can help.
 public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: String { case connection, timeout, protocolError, server, closed, invalidURL, unroutable }
+        private enum Value: String { case connection, timeout, protocolError, server, closed, invalidURL, unroutable, notReplicated }
         private let value: Value
         /// The server could not be reached, or the connection broke; the command may or may not have run.
         public static let connection = Code(value: .connection)
@@ -17,6 +17,9 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
         /// A cluster cannot answer this command as asked: it names keys of several slots, or would answer for one
         /// node only (`SCAN`, `DBSIZE`). A mistake of the caller's, never retried.
         public static let unroutable = Code(value: .unroutable)
+        /// A write asked to be durable was not acknowledged by enough replicas in time (`WAIT`): it was made on the
+        /// master, and may yet be lost with it.
+        public static let notReplicated = Code(value: .notReplicated)
         public var description: String { value.rawValue }
     }
 
@@ -33,7 +36,7 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// True when Redis is unreachable or full (`OOM`: `maxmemory` reached with `noeviction`) — a state of the server
     /// that passes, not a command that is wrong.
-    public var isOutage: Bool { isTransient || isOutOfMemory || isClusterInTransition }
+    public var isOutage: Bool { isTransient || isOutOfMemory || isClusterInTransition || code == .notReplicated }
 
     /// A cluster answering that it cannot serve the slot now (`CLUSTERDOWN` while a master fails over, `TRYAGAIN`
     /// while a slot migrates, `MASTERDOWN`, `LOADING`): a state that passes.

@@ -20,11 +20,30 @@ struct GlobalOptions: ParsableArguments {
     @Option(help: "Prefix of every Redis key (env CARBSCAN_PREFIX).")
     var prefix: String = ProcessInfo.processInfo.environment["CARBSCAN_PREFIX"] ?? "carbscan"
 
+    @Option(
+        help: """
+            Replicas that must acknowledge an enqueue before it succeeds (WAIT; 0: off). Past the timeout the enqueue \
+            fails (503 through the API) though the job was written (env CARBSCAN_DURABLE_ENQUEUE).
+            """)
+    var durableEnqueue: Int = Int(ProcessInfo.processInfo.environment["CARBSCAN_DURABLE_ENQUEUE"] ?? "") ?? 0
+
+    @Option(help: "How long a durable enqueue waits for its replicas, in ms (env CARBSCAN_DURABLE_TIMEOUT_MS).")
+    var durableTimeoutMs: Int = Int(ProcessInfo.processInfo.environment["CARBSCAN_DURABLE_TIMEOUT_MS"] ?? "") ?? 1000
+
     func validate() throws {
+        guard (0...16).contains(durableEnqueue) else { throw ValidationError("--durable-enqueue must be 0…16 replicas") }
+        guard (1...60_000).contains(durableTimeoutMs) else { throw ValidationError("--durable-timeout-ms must be 1…60000") }
         // A hash tag in the prefix would put every queue in one Redis Cluster slot (one node).
         if prefix.isEmpty || prefix.contains("{") || prefix.contains("}") {
             throw ValidationError("--prefix (CARBSCAN_PREFIX) must be non-empty and hold no { or }: '\(prefix)'")
         }
+    }
+
+    /// The queue's options: the prefix, and the durable enqueue when asked for.
+    var queueOptions: QueueOptions {
+        var options = QueueOptions(prefix: prefix)
+        if durableEnqueue > 0 { options.durability = Durability(replicas: durableEnqueue, timeout: .milliseconds(durableTimeoutMs)) }
+        return options
     }
 
     /// Loads the catalog or stops with the file, line and reason.
@@ -55,7 +74,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func jobQueue(logger: Logger) throws -> JobQueue {
-        JobQueue(redis: try redis(logger: logger), catalog: try catalog(), options: QueueOptions(prefix: prefix))
+        JobQueue(redis: try redis(logger: logger), catalog: try catalog(), options: queueOptions)
     }
 }
 

@@ -19,15 +19,16 @@ import Testing
         let redis = RedisClient(configuration: configuration)
         defer { redis.close() }
         let keys = (0..<300).map { "failover:\($0)" }
-        #expect(try await redis.pipeline(keys.map { ["SET", $0, "before"] }).allSatisfy { $0 == .status("OK") })
+        // Durable: each master's replica acknowledged its writes (a `WAIT` after them on each node's connection).
+        #expect(
+            try await redis.pipeline(keys.map { ["SET", $0, "before"] }, durability: Durability(replicas: 1, timeout: .seconds(5)))
+                .allSatisfy { $0 == .status("OK") })
         let victim = try #require(cluster.master(ofSlot: HashSlot.of(keys[0]), askPort: seedPort))
         let onVictim = keys.filter { cluster.master(ofSlot: HashSlot.of($0), askPort: seedPort) == victim }
-        // Replicated before the kill (asynchronous replication: a write not yet copied would be lost with it).
-        #expect(
-            try await eventually(timeout: .seconds(10)) {
-                cluster.nodes.map { Int(PrivateCluster.cli($0.port, "DBSIZE").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
-                    .reduce(0, +) == 2 * keys.count
-            })
+        // The replicas hold them all as soon as the durable write returned (without it, a write not yet copied could be
+        // lost with its master).
+        let held = cluster.nodes.map { Int(PrivateCluster.cli($0.port, "DBSIZE").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
+        #expect(held.reduce(0, +) == 2 * keys.count, "keys per node: \(held)")
         let dead = try #require(cluster.nodes.first { $0.port == victim })
         dead.stop()
         let served = try await eventually(timeout: .seconds(30)) {

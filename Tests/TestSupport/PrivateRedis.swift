@@ -40,6 +40,27 @@ public struct PrivateRedis: Sendable {
 
     public func stop() { kill(pid, SIGKILL) }
 
+    /// A master and its replica (`--replicaof`), returned once the replica is online.
+    public static func startWithReplica() throws -> (master: PrivateRedis, replica: PrivateRedis) {
+        // A full sync writes an RDB file (the replica loads it from its folder): a folder of each one's own, not the
+        // directory the tests run in.
+        func folder() throws -> [String] {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-redis-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            return ["--dir", url.path]
+        }
+        let master = try start(try folder())
+        let replica = try start(try folder() + ["--replicaof", "127.0.0.1", String(master.port)])
+        let deadline = Date() + 20
+        while Date() < deadline {
+            if PrivateCluster.cli(master.port, "INFO", "replication").contains("state=online") { return (master, replica) }
+            usleep(50_000)
+        }
+        master.stop()
+        replica.stop()
+        throw ServerError("the replica of port \(master.port) never came online")
+    }
+
     /// Returns once the server accepts connections (true), or false after 5 s: a client that tried too early would
     /// sit out its reconnect backoff.
     @discardableResult

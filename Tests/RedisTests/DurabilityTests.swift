@@ -1,0 +1,41 @@
+import Foundation
+import Redis
+import TestSupport
+import Testing
+
+/// Durable writes (`WAIT` after them, on their connection) against a private master with one replica.
+@Suite struct DurabilityTests {
+    /// With its replica up, a durable pipeline and a durable script return their own replies (not `WAIT`'s) and the
+    /// replica already has the writes; with the replica gone, both throw `notReplicated` after the timeout, the
+    /// writes made on the master.
+    @Test func durableWritesWaitForTheReplicaOrFail() async throws {
+        let (master, replica) = try PrivateRedis.startWithReplica()
+        defer {
+            master.stop()
+            replica.stop()
+        }
+        let redis = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: master.port))
+        defer { redis.close() }
+        let onReplica = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: replica.port))
+        defer { onReplica.close() }
+        let durable = Durability(replicas: 1, timeout: .seconds(2))
+        #expect(try await redis.pipeline([["SET", "a", "1"], ["INCR", "a"]], durability: durable) == [.status("OK"), .integer(2)])
+        // Acknowledged by the replica: there already, with no wait.
+        #expect(try await onReplica.send("GET", "a") == .bulk("2"))
+        let script = RedisScript(name: "test-durable", source: "return redis.call('INCRBY', KEYS[1], ARGV[1])")
+        #expect(try await redis.run(script, keys: ["a"], arguments: ["5"], durability: durable) == .integer(7))
+        #expect(try await onReplica.send("GET", "a") == .bulk("7"))
+
+        replica.stop()
+        let impatient = Durability(replicas: 1, timeout: .milliseconds(300))
+        await #expect { try await redis.pipeline([["SET", "b", "1"]], durability: impatient) } throws: { error in
+            (error as? RedisError)?.code == .notReplicated && (error as? RedisError)?.isOutage == true
+        }
+        await #expect { try await redis.run(script, keys: ["a"], arguments: ["1"], durability: impatient) } throws: { error in
+            (error as? RedisError)?.code == .notReplicated
+        }
+        // Written on the master all the same.
+        #expect(try await redis.send("GET", "b") == .bulk("1"))
+        #expect(try await redis.send("GET", "a") == .bulk("8"))
+    }
+}
