@@ -39,9 +39,14 @@ swift build --build-tests
 # At most TEST_WIDTH tests at once (default 32). Unbounded, all 95 suites start together, a dozen of them spawning
 # carbscan processes, and on the 2-core machine a clean clone's first run once saw 3 s leases expire under tests that
 # were only slow to be scheduled (5 EngineTests failures, 2026-11-25); the whole run takes about 70 s instead of 45.
+# A whole run leaves the tests that kill cluster masters (FailoverTests: private clusters of 6 nodes, a producer
+# enqueueing throughout) to a run of their own after the rest: beside the suite they starved the timed SIGTERM checks
+# of `carbscan serve` (3.3 s against 3 s, twice in 4 runs, 2026-11-25).
+selection=("$@")
+(($# > 0)) || selection=(--skip FailoverTests)
 events=$(mktemp)
 swift test --skip-build --experimental-event-stream-output "$events" \
-    --experimental-maximum-parallelization-width "${TEST_WIDTH:-32}" "$@" &
+    --experimental-maximum-parallelization-width "${TEST_WIDTH:-32}" "${selection[@]}" &
 tests=$!
 deadline=$((SECONDS + ${TEST_TIME_LIMIT:-1200}))
 while kill -0 "$tests" 2>/dev/null && ((SECONDS < deadline)); do sleep 2; done
@@ -70,6 +75,7 @@ PY
 fi
 wait "$tests"
 if (($# == 0)); then
+    timeout "${TEST_TIME_LIMIT:-1200}" swift test --skip-build --filter FailoverTests
     bash ops/contract.sh
     bash ops/deploy/check.sh
     bash ops/dashboard/run.sh

@@ -77,6 +77,16 @@ public struct PrivateCluster: Sendable {
         return nil
     }
 
+    /// The node replicating the master at `port`, as the node at `askPort` sees it.
+    public func replica(ofMasterAt port: Int, askPort: Int) -> PrivateRedis? {
+        let lines = Self.cli(askPort, "CLUSTER", "NODES").split(separator: "\n").map { $0.split(separator: " ") }
+        guard let master = lines.first(where: { $0.count > 1 && $0[1].hasPrefix("127.0.0.1:\(port)@") })?[0] else { return nil }
+        guard let replica = lines.first(where: { $0.count > 3 && $0[3] == master }),
+            let replicaPort = Int(replica[1].split(separator: "@")[0].split(separator: ":").last ?? "")
+        else { return nil }
+        return nodes.first { $0.port == replicaPort }
+    }
+
     /// `redis-cli -p port arguments…`: its output.
     public static func cli(_ port: Int, _ arguments: String...) -> String {
         let process = Process()

@@ -40,6 +40,10 @@ public struct PrivateRedis: Sendable {
 
     public func stop() { kill(pid, SIGKILL) }
 
+    /// Freezes the server (SIGSTOP) or lets it go on (SIGCONT): a replica that falls behind.
+    public func pause() { kill(pid, SIGSTOP) }
+    public func resume() { kill(pid, SIGCONT) }
+
     /// A master and its replica (`--replicaof`), returned once the replica is online.
     public static func startWithReplica() throws -> (master: PrivateRedis, replica: PrivateRedis) {
         // A full sync writes an RDB file (the replica loads it from its folder): a folder of each one's own, not the
