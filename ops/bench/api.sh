@@ -6,7 +6,7 @@
 # reading POST /logins's body whole); an authenticated GET /meals (JWT check,
 # session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check, validation, one
 # job into Redis). Writes ops/bench/results/api-<date>.md with the machine's description; BENCH_TAG=x names it
-# api-<date>-x, so several runs of one day are kept.
+# api-<date>-x, so several runs of one day are kept. BENCH_REDIS_URL runs the API's queue on another Redis (a cluster).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3 duration=10 connections=32
@@ -35,6 +35,9 @@ trap cleanup EXIT
 ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh
+# BENCH_REDIS_URL: another Redis for the API's queue, e.g. a cluster (`ops/cluster.sh start`, redis://127.0.0.1:17001).
+REDIS_URL=${BENCH_REDIS_URL:-$REDIS_URL}
+export REDIS_URL
 
 swift build -c release --product carbscan
 bin="$(swift build -c release --show-bin-path)/carbscan"
@@ -105,7 +108,7 @@ for run in $(seq "$runs"); do
         sed -n 's/^tps = \([0-9.]*\).*/\1/p')
     echo "pg_page $tps 0 0" >>"$work/results"
 done
-redis-cli -u "$REDIS_URL" --scan --pattern 'carbscan-bench:*' | xargs -r -n 500 redis-cli -u "$REDIS_URL" unlink >/dev/null
+redis-cli -u "$REDIS_URL" --scan --pattern 'carbscan-bench:*' | xargs -r -n 500 redis-cli -u "$REDIS_URL" unlink >/dev/null || true
 
 day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
 mkdir -p ops/bench/results
