@@ -51,6 +51,16 @@ struct JSONLogHandler: LogHandler {
     }
 }
 
+extension Logger {
+    /// The `jobs` commands' logger: plain lines on stderr, warnings and worse unless `LOG_LEVEL` says otherwise, so
+    /// that a command's output is its answer (a line at info for every connection was noise there).
+    static var cli: Logger {
+        var logger = Logger(label: "carbscan.cli")
+        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        return logger
+    }
+}
+
 enum LogSetup {
     /// JSON lines on stderr at `LOG_LEVEL` (trace, debug, info, notice, warning, error, critical; default info).
     static func bootstrap() {

@@ -26,7 +26,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                let queue = try global.jobQueue(logger: .cli)
                 let value: JSONValue
                 do {
                     value = try JSONValue(parsing: payload)
@@ -56,7 +56,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                let queue = try global.jobQueue(logger: .cli)
                 let stats = try await queue.stats()
                 if json {
                     print(try jsonText(stats))
@@ -83,7 +83,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                let queue = try global.jobQueue(logger: .cli)
                 let jobID = try parseJobID(id)
                 guard let record = try await queue.record(jobID, searchingStreams: true) else {
                     throw CLIError("no job \(id) (unknown, or expired by retention)", exitCode: 4)
@@ -105,7 +105,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                let queue = try global.jobQueue(logger: .cli)
                 let jobID = try parseJobID(id)
                 let from = try await queue.retryNow(jobID)
                 print("\(jobID) queued (was in the \(from) set)")
@@ -122,7 +122,7 @@ struct JobsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                let queue = try global.jobQueue(logger: .cli)
                 let jobID = try parseJobID(id)
                 switch try await queue.cancel(jobID) {
                 case .queued: print("\(jobID) cancelled (it was queued)")
@@ -148,7 +148,7 @@ struct JobsCommand: AsyncParsableCommand {
 
             func run() async throws {
                 try await reportingErrors {
-                    let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                    let queue = try global.jobQueue(logger: .cli)
                     let records = try await queue.deadJobs(limit: max(1, limit))
                     if json {
                         print(try jsonText(records))
@@ -178,7 +178,7 @@ struct JobsCommand: AsyncParsableCommand {
 
             func run() async throws {
                 try await reportingErrors {
-                    let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                    let queue = try global.jobQueue(logger: .cli)
                     if all {
                         print("\(try await queue.retryAllDead()) jobs queued")
                     } else {
@@ -201,7 +201,7 @@ struct JobsCommand: AsyncParsableCommand {
 
             func run() async throws {
                 try await reportingErrors {
-                    let queue = try global.jobQueue(logger: Logger(label: "carbscan.cli"))
+                    let queue = try global.jobQueue(logger: .cli)
                     let jobID = try parseJobID(id)
                     try await queue.discardDead(jobID)
                     print("\(jobID) discarded")

@@ -25,6 +25,7 @@ import Testing
         let enqueued = try await CarbScanBinary.run(
             ["jobs", "enqueue", "noop", "--payload", #"{"sleepMs": 1}"#, "--count", "3"], environment: environment)
         #expect(enqueued.status == 0, "\(enqueued.stderr)")
+        #expect(enqueued.stderr.isEmpty, "a command's answer comes without log lines: \(enqueued.stderr)")
         let ids = enqueued.stdout.split(separator: "\n").map(String.init)
         #expect(ids.count == 3 && ids.allSatisfy { JobID(rawValue: $0) != nil })
 

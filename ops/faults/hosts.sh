@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Usage: ops/faults/hosts.sh [--binary PATH] [--jobs N] [--deploy-jobs N]
 # Workers on several "hosts" (issue 16 §3): network namespaces on this machine joined by a bridge (10.77.0.0/24), a
-# Redis Cluster of three masters each in a namespace of its own (cs-r1..cs-r3, 10.77.0.11-13, port 6379), two worker
-# hosts (cs-w1, cs-w2, 10.77.0.21-22) running `carbscan work`, and the producer and the checks in the root namespace.
-# noop jobs (visibility timeout 5 s, 200 ms of work each) record their id in a Redis list when they finish, so a job
-# run twice shows up twice. Three checks:
+# Redis Cluster of three masters and their three replicas, each node in a namespace of its own (cs-r1..cs-r6,
+# 10.77.0.11-16, port 6379), two worker hosts (cs-w1, cs-w2, 10.77.0.21-22) running `carbscan work`, and the producer
+# and the checks in the root namespace. noop jobs (visibility timeout 5 s, 200 ms of work each) record their id in a
+# Redis list when they finish, so a job run twice shows up twice. Four checks:
 #   1. kill host (--jobs, default 2000): every process of cs-w1 is killed (-9) mid-run; every job must finish, runs beyond the jobs in flight
 #      on the dead host = 0.
 #   2. cut host (--jobs): cs-w1's link goes down for 12 s (over two leases) and comes back; its jobs are re-run on cs-w2, and its
 #      late acknowledgements must not count: every job succeeded once in the counts, none failed or dead.
 #   3. rolling deploy (--deploy-jobs, default 20,000): 4 workers (2 per host) are each replaced in turn (SIGTERM, wait,
 #      start a new one) while the jobs flow: zero failed, zero lost, zero run twice.
+#   4. master failover (--jobs): the jobs enqueued durably (CARBSCAN_DURABLE_ENQUEUE=1), the host of the queue's master is
+#      killed (-9) mid-run; its replica takes over (node timeout 2 s) and the workers follow it: every job finishes, runs
+#      beyond the jobs in flight = 0. Prints how long the queue was unserved.
 # Needs root and `ip netns`; where the machine forbids them it says so and exits 0 (skipped).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -36,8 +39,10 @@ fi
 ip netns del cs-probe
 
 dir=$(mktemp -d /var/tmp/carbscan-hosts-XXXX)
-hosts=(r1 r2 r3 w1 w2)
-declare -A address=([r1]=10.77.0.11 [r2]=10.77.0.12 [r3]=10.77.0.13 [w1]=10.77.0.21 [w2]=10.77.0.22)
+redis_hosts=(r1 r2 r3 r4 r5 r6)
+hosts=("${redis_hosts[@]}" w1 w2)
+declare -A address=([r1]=10.77.0.11 [r2]=10.77.0.12 [r3]=10.77.0.13 [r4]=10.77.0.14 [r5]=10.77.0.15 [r6]=10.77.0.16
+    [w1]=10.77.0.21 [w2]=10.77.0.22)
 cleanup() {
     for host in "${hosts[@]}"; do
         mapfile -t pids < <(ip netns pids "cs-$host" 2>/dev/null || true)
@@ -66,22 +71,31 @@ for host in "${hosts[@]}"; do
 done
 on() { local host=$1; shift; ip netns exec "cs-$host" "$@"; }
 
-# The cluster: one master per namespace.
-for host in r1 r2 r3; do
+# The cluster: one node per namespace, three masters with a replica each.
+for host in "${redis_hosts[@]}"; do
     mkdir -p "$dir/$host"
     on "$host" redis-server --bind "${address[$host]}" --port 6379 --cluster-enabled yes --cluster-node-timeout 2000 \
         --cluster-config-file "$dir/$host/nodes.conf" --save "" --appendonly no --dir "$dir/$host" --daemonize yes \
         --logfile "$dir/$host/redis.log" --protected-mode no
 done
-for host in r1 r2 r3; do until redis-cli -h "${address[$host]}" ping >/dev/null 2>&1; do sleep 0.05; done; done
-redis-cli --cluster create 10.77.0.11:6379 10.77.0.12:6379 10.77.0.13:6379 --cluster-yes >"$dir/create.log" 2>&1
-until [[ $(redis-cli -h 10.77.0.11 cluster info | tr -d '\r' | grep cluster_state) == cluster_state:ok ]]; do sleep 0.1; done
+for host in "${redis_hosts[@]}"; do until redis-cli -h "${address[$host]}" ping >/dev/null 2>&1; do sleep 0.05; done; done
+redis-cli --cluster create $(for host in "${redis_hosts[@]}"; do echo "${address[$host]}:6379"; done) --cluster-replicas 1 \
+    --cluster-yes >"$dir/create.log" 2>&1
+cluster_ok() { # every node still up says cluster_state:ok and its replicas are linked
+    local host
+    for host in "${redis_hosts[@]}"; do
+        [[ -n $(ip netns pids "cs-$host" 2>/dev/null) ]] || continue
+        [[ $(redis-cli -h "${address[$host]}" cluster info | tr -d '\r' | grep cluster_state) == cluster_state:ok ]] || return 1
+        redis-cli -h "${address[$host]}" info replication | tr -d '\r' | grep -qE '^(master_link_status:up|connected_slaves:[1-9])' || return 1
+    done
+}
+until cluster_ok; do sleep 0.1; done
 export REDIS_URL=redis://10.77.0.11:6379,10.77.0.12:6379 CARBSCAN_PREFIX=hosts LOG_LEVEL=warning
 # noop with a 5 s lease, so a lost host's jobs come back within seconds.
 cp -r jobs "$dir/jobs"
 sed -i 's/^visibility_timeout: .*/visibility_timeout: 5s/' "$dir/jobs/noop.yml"
 export CARBSCAN_JOBS_DIR=$dir/jobs
-log "cluster up: 3 masters in cs-r1..cs-r3; worker hosts cs-w1, cs-w2"
+log "cluster up: 3 masters and 3 replicas in cs-r1..cs-r6; worker hosts cs-w1, cs-w2"
 
 declare -A workers=()
 start_worker() { # NAME HOST
@@ -93,7 +107,7 @@ counts() { # prints: recorded distinct succeeded failed dead queued running
     python3 - "$@" <<'PY'
 import subprocess, json, sys
 def cli(*args):
-    return subprocess.run(["redis-cli", "-c", "-h", "10.77.0.11", *args], capture_output=True, text=True).stdout
+    return subprocess.run(["redis-cli", "-c", "-h", sys.argv[2], *args], capture_output=True, text=True).stdout
 # The counts first: a job pushes its id before its success is counted, so the list read after them holds every job
 # they count (read before, it missed the jobs that finished meanwhile).
 stats = json.loads(subprocess.run([sys.argv[1], "jobs", "stats", "--json"], capture_output=True, text=True).stdout)
@@ -102,9 +116,9 @@ q = next(s for s in stats if s["queue"] == "default")
 print(len(ids), len(set(ids)), q["succeededTotal"], q["failedTotal"], q["dead"], q["queued"], q["running"])
 PY
 }
-reset() {
-    redis-cli -c -h 10.77.0.11 del "{hosts-probe}:record" >/dev/null
-    for node in 10.77.0.11 10.77.0.12 10.77.0.13; do redis-cli -h "$node" flushall >/dev/null; done
+entry=10.77.0.11 # a node the checks read through (moved off a killed node)
+reset() { # FLUSHALL on every node (the replicas refuse it and follow their masters)
+    for host in "${redis_hosts[@]}"; do redis-cli -h "${address[$host]}" flushall >/dev/null 2>&1 || true; done
 }
 enqueue() { # SLEEP_MS
     "$binary" jobs enqueue noop --count "$jobs" --payload "{\"sleepMs\": $1, \"record\": \"{hosts-probe}:record\"}" >/dev/null
@@ -113,7 +127,7 @@ enqueue() { # SLEEP_MS
 wait_done() {
     local deadline=$((SECONDS + $1)) c
     while true; do
-        c=$(counts "$binary")
+        c=$(counts "$binary" "$entry")
         read -r _ _ succeeded _ _ _ _ <<<"$c"
         if ((succeeded >= jobs || SECONDS >= deadline)); then echo "$c"; return; fi
         sleep 0.5
@@ -155,6 +169,7 @@ ip link set cs-w1 up
 report "cut host" "$(wait_done 120)" 100
 
 # 3. A rolling deploy of every worker while the jobs flow (200 ms each: 20,000 take about 10 s on 4 × 100).
+probe_jobs=$jobs
 jobs=$deploy_jobs
 reset
 for name in "${!workers[@]}"; do kill -TERM "${workers[$name]}" 2>/dev/null || true; done
@@ -178,5 +193,33 @@ for name in a b c d; do
 done
 wait "$producer"
 report "rolling deploy" "$(wait_done 120)" 0
+
+# 4. The master of the queue's slot fails over to its replica while the workers run its jobs.
+jobs=$probe_jobs
+reset
+for name in "${!workers[@]}"; do kill -TERM "${workers[$name]}" 2>/dev/null || true; done
+wait 2>/dev/null || true
+workers=()
+master_of() { # SLOT: the address of the master serving it, as the entry node sees it
+    redis-cli -h "$entry" cluster nodes | awk -v slot="$1" '$3 ~ /master/ && $3 !~ /fail/ {
+        for (i = 9; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; if (slot + 0 >= r[1] + 0 && slot + 0 <= r[2] + 0) { split($2, a, ":"); print a[1] } } }'
+}
+slot=$(redis-cli -h "$entry" cluster keyslot "{default}" | tr -d '\r')
+old_master=$(master_of "$slot")
+victim=
+for host in "${redis_hosts[@]}"; do [[ ${address[$host]} == "$old_master" ]] && victim=$host; done
+for host in "${redis_hosts[@]}"; do [[ $host != "$victim" ]] && { entry=${address[$host]}; break; }; done
+start_worker a w1
+start_worker b w2
+sleep 2
+CARBSCAN_DURABLE_ENQUEUE=1 enqueue 200
+sleep 1.5
+log "killing cs-$victim, the master of the queue's slot $slot (kill -9), $(redis-cli -c -h "$entry" llen "{hosts-probe}:record" | tr -d '\r') jobs finished"
+mapfile -t doomed < <(ip netns pids "cs-$victim")
+kill -9 "${doomed[@]}" 2>/dev/null || true
+killed_at=$(date +%s.%N)
+until new_master=$(master_of "$slot") && [[ -n $new_master && $new_master != "$old_master" ]]; do sleep 0.05; done
+log "slot $slot moved from $old_master to $new_master $(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$killed_at") s after the kill"
+report "master failover" "$(wait_done 120)" 200
 
 ((failures == 0)) && log "all checks passed" || { log "$failures check(s) failed; logs in $dir"; trap - EXIT; exit 1; }
