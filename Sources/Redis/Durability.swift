@@ -1,7 +1,7 @@
 /// Writes that must reach replicas before they count: `WAIT replicas timeout` on the writes' own connection, after
 /// them. Redis replication is asynchronous; without it a write acknowledged by a master that dies before its replica
-/// copied it is lost when the replica takes over. `WAIT` holds its connection on the server until it answers, so the
-/// writes go as a blocking request: alone on their connection, the read timeout stretched by `timeout`.
+/// copied it is lost when the replica takes over. The durable writes queued on one connection together share one `WAIT`
+/// (see `ConnectionThread`).
 public struct Durability: Sendable, Equatable {
     /// Replicas that must acknowledge the writes (at least 1).
     public var replicas: Int
@@ -15,18 +15,15 @@ public struct Durability: Sendable, Equatable {
 
     var command: [String] { ["WAIT", String(replicas), String(max(1, timeout.milliseconds))] }
 
-    /// The replies without `WAIT`'s (the last), once it says enough replicas have them.
-    func check(_ replies: [RedisValue]) throws(RedisError) -> [RedisValue] {
-        guard let acknowledged = replies.last?.int else {
-            throw RedisError(.notReplicated, "WAIT answered \(replies.last.map { "\($0)" } ?? "nothing")")
-        }
+    /// Throws unless `WAIT`'s reply says enough replicas have the writes.
+    func check(acknowledged reply: RedisValue) throws(RedisError) {
+        guard let acknowledged = reply.int else { throw RedisError(.notReplicated, "WAIT answered \(reply)") }
         guard acknowledged >= replicas else {
             throw RedisError(
                 .notReplicated,
                 "the write reached \(acknowledged) of \(replicas) replica(s) within \(timeout); it is on the master, and may be lost with it"
             )
         }
-        return replies.dropLast()
     }
 }
 

@@ -112,7 +112,7 @@ public final class RedisClient: Sendable {
     public func pipeline(_ commands: [[String]], durability: Durability) async throws -> [RedisValue] {
         guard !commands.isEmpty else { return [] }
         if try await isStandalone {
-            return try durability.check(try await seed.pick().submit(commands + [durability.command], blockFor: durability.timeout))
+            return try await seed.pick().submit(commands, durability: durability)
         }
         return try await send(commands, through: topology, durability: durability)
     }
@@ -150,11 +150,7 @@ public final class RedisClient: Sendable {
             let sha = try await sha(of: script, on: thread, reload: attempt > 0)
             let call = ["EVALSHA", sha, count] + keys + arguments
             let reply =
-                if let durability {
-                    try durability.check(try await thread.submit([call, durability.command], blockFor: durability.timeout))[0]
-                } else {
-                    try await thread.submit([call])[0]
-                }
+                try await thread.submit([call], durability: durability)[0]
             if case .error(let message) = reply {
                 if message.hasPrefix("NOSCRIPT") { continue }
                 throw RedisError(.server, "\(script.name): \(message)")
@@ -377,9 +373,7 @@ public final class RedisClient: Sendable {
         _ commands: [[String]], to node: RedisEndpoint, _ topology: ClusterTopology, durability: Durability? = nil
     ) async throws -> [RedisValue] {
         do {
-            guard let durability else { return try await topology.pool(for: node).pick().submit(commands) }
-            return try durability.check(
-                try await topology.pool(for: node).pick().submit(commands + [durability.command], blockFor: durability.timeout))
+            return try await topology.pool(for: node).pick().submit(commands, durability: durability)
         } catch let error as RedisError where error.isTransient {
             topology.refreshSoon()
             throw error

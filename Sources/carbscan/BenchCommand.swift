@@ -59,7 +59,10 @@ struct QueueBench: AsyncParsableCommand {
         let redis = try global.redis(logger: logger)
         let prefix = "carbscan-bench"
         let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
-        let enqueueQueue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix + "-enqueue"))
+        // The enqueue figures' queue waits for replicas when asked (`--durable-enqueue`), as a producer's would.
+        var enqueueOptions = global.queueOptions
+        enqueueOptions.prefix = prefix + "-enqueue"
+        let enqueueQueue = JobQueue(redis: redis, catalog: catalog, options: enqueueOptions)
         try await clear(prefix, redis)
         try await clear(prefix + "-enqueue", redis)
 
@@ -152,7 +155,7 @@ struct QueueBench: AsyncParsableCommand {
 
         var summary: [String: Any] = [
             "system": "carbscan (Swift, hiredis, Redis Streams)", "workers": workers, "concurrency_per_worker": concurrency,
-            "worker_metrics": workerMetrics,
+            "worker_metrics": workerMetrics, "durable_enqueue_replicas": global.durableEnqueue,
             "jobs": jobs, "runs": results,
         ]
         for key in results[0].keys { summary[key] = median(results.compactMap { $0[key] }) }

@@ -50,7 +50,8 @@ import Testing
         let shard = QueueShards.names("default", count: 3)[0]
         let victim = try #require(cluster.master(ofSlot: HashSlot.of(plain.keys(shard).stream), askPort: cluster.nodes[0].port))
         let synced = try await eventually(timeout: .seconds(30)) {
-            (try? await redis.pipeline((0..<60).map { ["SET", "sync:\($0)", "1"] }, durability: Durability(replicas: 1, timeout: .seconds(1)))) != nil
+            (try? await redis.pipeline(
+                (0..<60).map { ["SET", "sync:\($0)", "1"] }, durability: Durability(replicas: 1, timeout: .seconds(1)))) != nil
         }
         try #require(synced, "the replicas never synced")
 

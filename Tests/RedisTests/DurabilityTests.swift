@@ -38,4 +38,37 @@ import Testing
         #expect(try await redis.send("GET", "b") == .bulk("1"))
         #expect(try await redis.send("GET", "a") == .bulk("8"))
     }
+
+    /// Durable writes made at once share their `WAIT`s (one per batch a connection sends, after all of the batch's
+    /// writes): 200 concurrent durable writes cost fewer than 200 waits (exactly 200 when each went alone), and every
+    /// one of them is on the replica when its call returns.
+    @Test func concurrentDurableWritesShareTheirWaits() async throws {
+        let (master, replica) = try PrivateRedis.startWithReplica()
+        defer {
+            master.stop()
+            replica.stop()
+        }
+        let redis = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: master.port))
+        defer { redis.close() }
+        let onReplica = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: replica.port))
+        defer { onReplica.close() }
+        let durable = Durability(replicas: 1, timeout: .seconds(2))
+        _ = try await redis.pipeline([["SET", "warm", "1"]], durability: durable)
+        _ = try await redis.send("CONFIG", "RESETSTAT")
+        let missing = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for n in 0..<200 {
+                group.addTask {
+                    _ = try await redis.pipeline([["SET", "k\(n)", "v"]], durability: durable)
+                    return try await onReplica.send("GET", "k\(n)") != .bulk("v")
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(missing == 0, "\(missing) durable writes were not on the replica when their call returned")
+        let stats = try await redis.send("INFO", "commandstats").string ?? ""
+        let waits = stats.split(whereSeparator: \.isNewline).first { $0.hasPrefix("cmdstat_wait:") }
+            .flatMap { $0.split(separator: "=").dropFirst().first?.split(separator: ",").first }.flatMap { Int($0) }
+        #expect((waits ?? 200) < 200, "\(waits ?? 0) WAITs for 200 durable writes")
+        print("200 concurrent durable writes: \(waits ?? 0) WAITs")
+    }
 }
