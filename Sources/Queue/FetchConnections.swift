@@ -28,7 +28,19 @@ public final class FetchConnections: Sendable {
 
     /// Ends every read blocked on the server now (a read not blocked yet is not affected).
     public func unblock() async {
-        for connection in connections.withLock({ Array($0.values) }) { await connection.unblock() }
+        await unblock(connections.withLock { Array($0.values) })
+    }
+
+    /// Ends the reads of `queues` blocked on the server now, all at once (each on its node).
+    func unblock(queues: some Sequence<String>) async {
+        await unblock(connections.withLock { connections in queues.compactMap { connections[$0] } })
+    }
+
+    private func unblock(_ chosen: [BlockingConnection]) async {
+        if chosen.count == 1 { return await chosen[0].unblock() }
+        await withTaskGroup(of: Void.self) { group in
+            for connection in chosen { group.addTask { await connection.unblock() } }
+        }
     }
 
     public func close() {

@@ -1,5 +1,6 @@
 import Foundation
 import Redis
+import Synchronization
 
 /// A job handed to a worker: it holds the lease until its outcome is recorded.
 public struct ReservedJob: Sendable {
@@ -154,37 +155,61 @@ extension JobQueue {
         return reply.array ?? []
     }
 
-    /// A read per queue at once, until one delivers or fails; the others are then unblocked (again every 10 ms, as a
-    /// read not yet blocked on its server misses an unblock). Fails only when no read delivered.
+    /// A read per queue at once, until one delivers or fails; the others are then unblocked, those still waiting only,
+    /// all at once, and again every millisecond until they return: a read not yet blocked on its server misses an
+    /// unblock, and every job the first read delivered waits for the slowest of them (a retry every 10 ms put the
+    /// pickup p99 of a 6-shard queue at 20–27 ms). Fails only when no read delivered.
     private func readFirst(_ queues: [String], share: Int, consumer: String, timeout: Duration, connections: FetchConnections)
         async throws -> [RedisValue]
     {
-        try await withThrowingTaskGroup(of: [RedisValue].self) { group in
+        let waiting = WaitingReads(queues)
+        let (replies, failure) = await withTaskGroup(of: FinishedRead.self) { group in
             for queue in queues {
                 let connection = connections.connection(for: queue)
-                group.addTask { try await self.read([queue], share: share, consumer: consumer, timeout: timeout, on: connection) }
+                group.addTask {
+                    do {
+                        return FinishedRead(
+                            queue: queue,
+                            replies: try await self.read([queue], share: share, consumer: consumer, timeout: timeout, on: connection))
+                    } catch {
+                        return FinishedRead(queue: queue, failure: error)
+                    }
+                }
             }
             var replies: [RedisValue] = []
             var failure: (any Error)?
             var waker: Task<Void, Never>?
-            while let result = await group.nextResult() {
-                switch result {
-                case .success(let reply): replies += reply
-                case .failure(let error): failure = failure ?? error
-                }
+            while let read = await group.next() {
+                waiting.queues.withLock { _ = $0.remove(read.queue) }
+                replies += read.replies
+                failure = failure ?? read.failure
                 if waker == nil && (!replies.isEmpty || failure != nil) {
                     waker = Task {
                         while !Task.isCancelled {
-                            await connections.unblock()
-                            try? await Task.sleep(for: .milliseconds(10))
+                            await connections.unblock(queues: waiting.queues.withLock { $0 })
+                            try? await Task.sleep(for: .milliseconds(1))
                         }
                     }
                 }
             }
             waker?.cancel()
-            if replies.isEmpty, let failure { throw failure }
-            return replies
+            return (replies, failure)
         }
+        if replies.isEmpty, let failure { throw failure }
+        return replies
+    }
+
+    /// What one queue's read returned.
+    private struct FinishedRead: Sendable {
+        let queue: String
+        var replies: [RedisValue] = []
+        var failure: (any Error)?
+    }
+
+    /// The queues whose reads have not returned yet.
+    private final class WaitingReads: Sendable {
+        let queues: Mutex<Set<String>>
+        init(_ queues: [String]) { self.queues = Mutex(Set(queues)) }
     }
 
     /// Starts (or hands back, past `count` or a queue's limit) what the reads delivered.
