@@ -50,7 +50,13 @@ public struct RedisError: Error, CustomStringConvertible, Sendable, Equatable {
     public var isOutOfMemory: Bool { code == .server && message.contains("OOM command not allowed") }
 
     /// `NOGROUP`: the stream or its consumer group does not exist (also when a script's call met it).
-    public var isMissingGroup: Bool { code == .server && message.contains("NOGROUP") }
+    /// The stream or its consumer group is gone: `NOGROUP`, or a blocked read ended by their deletion (`UNBLOCKED the
+    /// stream key no longer exists`, `UNBLOCKED the consumer group this client was blocked on no longer exists`).
+    public var isMissingGroup: Bool {
+        code == .server
+            && (message.contains("NOGROUP") || message.contains("UNBLOCKED the stream key no longer exists")
+                || message.contains("UNBLOCKED the consumer group this client was blocked on no longer exists"))
+    }
 
     public var description: String { "redis \(code): \(message)" }
 }

@@ -24,6 +24,26 @@ import Testing
         try await task.value
     }
 
+    /// A stream deleted under an idle worker's blocked read (an empty restart, a `FLUSHALL`, an operator's cleanup)
+    /// ends the read with `UNBLOCKED the stream key no longer exists`: the worker makes the group again and waits on,
+    /// as on `NOGROUP`. It logged an error and backed off before it recovered.
+    @Test func aStreamDeletedUnderABlockedReadIsMadeAgainQuietly() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let lines = LogLines()
+        let (worker, task) = env.startWorker(blockTimeout: .seconds(10), logger: lines.logger)
+        let stream = env.queue.keys("default").stream
+        #expect(try await eventually { (try? await env.redis.send(["XINFO", "CONSUMERS", stream, QueueKeys.group]))?.array?.count == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        _ = try await env.redis.send(["DEL", stream])
+        #expect(try await eventually { (try? await env.redis.send(["XINFO", "GROUPS", stream]))?.array?.count == 1 })
+        let id = try await env.enqueue(options: EnqueueOptions(indexed: true))
+        #expect(try await eventually { try await env.status(id) == .succeeded })
+        worker.requestStop()
+        try await task.value
+        #expect(lines.count(atLeast: .warning) == 0, "\(lines.all(atLeast: .warning))")
+    }
+
     /// Lease renewal and reclaim meet NOGROUP too; they make the group again instead of failing every second.
     @Test func reclaimAndHeartbeatRecreateAMissingGroup() async throws {
         let env = try TestEnvironment()
