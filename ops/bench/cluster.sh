@@ -78,16 +78,11 @@ done
 
 rounds=$(python3 -c 'import json,sys; print(max(json.loads(l)["round"] for l in open(sys.argv[1])))' "$raw")
 python3 - "$raw" "$out/cluster-$day.md" "$rounds" "$jobs" <<'PY'
-import json, platform, statistics, subprocess, sys, datetime
+import json, statistics, sys, datetime
 rows = [json.loads(line) for line in open(sys.argv[1])]
-def sh(cmd):
-    try: return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
-    except Exception: return "?"
-cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
-mem = sh("free -g | awk '/Mem:/{print $2}'")
-redis = sh("redis-server --version | cut -d' ' -f3")
-swift = sh("swift --version 2>&1 | head -1")
-machine = f"{cpu}, {sh('nproc')} cores, {mem} GiB, {platform.system()} {platform.release()}, Redis {redis}, {swift}"
+sys.path.insert(0, "ops/bench")
+from machine import describe
+machine = describe()
 configs = ["single", "c1", "c1-sharded", "c2", "c3"]
 def med(config, key):
     values = [r[key] for r in rows if r["config"] == config and key in r]

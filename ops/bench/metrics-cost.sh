@@ -65,16 +65,11 @@ scrapes=$(wc -l <"$work/scrapes" 2>/dev/null || echo 0)
 
 report=ops/bench/results/metrics-cost-$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}.md
 python3 - "$work" "$pairs" "$runs" "$jobs" "$report" "$(git rev-parse --short HEAD)" "$scrapes" <<'PY'
-import json, platform, statistics, subprocess, sys, datetime
+import json, statistics, sys, datetime
 work, pairs, runs, jobs, report, commit, scrapes = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7].strip()
-def sh(cmd):
-    try: return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
-    except Exception: return "?"
-cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
-mem = sh("free -g | awk '/Mem:/{print $2}'")
-redis = sh("redis-server --version | cut -d' ' -f3")
-swift = sh("swift --version 2>&1 | head -1")
-machine = f"{cpu}, {sh('nproc')} cores, {mem} GiB, {platform.system()} {platform.release()}, Redis {redis}, {swift}"
+sys.path.insert(0, "ops/bench")
+from machine import describe
+machine = describe()
 fig = {side: [json.load(open(f"{work}/{side}-{p}.json")) for p in range(1, pairs + 1)] for side in ("off", "on")}
 def med(side, key): return statistics.median(r[key] for r in fig[side])
 rate_off, rate_on = med("off", "process_per_s"), med("on", "process_per_s")

@@ -28,17 +28,11 @@ if [[ "${REPORT_ONLY:-}" != 1 ]]; then
 fi
 
 python3 - "$out/queue-$day-carbscan.json" "$out/queue-$day-sidekiq.json" "$out/queue-$day.md" "$runs" <<'PY'
-import json, platform, statistics, subprocess, sys, datetime
+import json, statistics, sys, datetime
 ours, theirs = (json.load(open(p)) for p in sys.argv[1:3])
-def sh(cmd):
-    try: return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
-    except Exception: return "?"
-cpu = sh("lscpu | sed -n 's/^Model name: *//p'") or platform.processor()
-mem = sh("free -g | awk '/Mem:/{print $2}'")
-redis = sh("redis-server --version | cut -d' ' -f3")
-swift = sh("swift --version 2>&1 | head -1")
-ruby = sh("ruby --version | cut -d' ' -f1-2")
-machine = f"{cpu}, {sh('nproc')} cores, {mem} GiB, {platform.system()} {platform.release()}, Redis {redis}, {swift}, {ruby}"
+sys.path.insert(0, "ops/bench")
+from machine import describe
+machine = describe("ruby --version | cut -d' ' -f1-2")
 rows = [
     ("bulk enqueue, jobs/s", "bulk_enqueue_per_s", "higher", 2),
     ("single enqueue (one by one, awaited), jobs/s", "single_enqueue_per_s", "higher", None),
