@@ -13,10 +13,7 @@ import Testing
     @Test(arguments: [true, false]) func noAcknowledgedDurableEnqueueIsLostInAFailover(durable: Bool) async throws {
         let cluster = try PrivateCluster.start(masters: 3, replicas: 1)
         defer { cluster.stop() }
-        var configuration = try RedisConfiguration(url: cluster.url)
-        configuration.connectTimeout = .milliseconds(300)
-        configuration.readTimeout = .seconds(1)
-        let redis = RedisClient(configuration: configuration)
+        let redis = try cluster.client()
         defer { redis.close() }
         var options = QueueOptions(prefix: "durable")
         options.durability = durable ? Durability(replicas: 1, timeout: .milliseconds(500)) : nil

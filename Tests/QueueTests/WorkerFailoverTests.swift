@@ -33,10 +33,7 @@ import Testing
     @Test func workersFollowAMasterFailoverAndEveryJobRuns() async throws {
         let cluster = try PrivateCluster.start(masters: 3, replicas: 1)
         defer { cluster.stop() }
-        var configuration = try RedisConfiguration(url: cluster.url)
-        configuration.connectTimeout = .milliseconds(300)
-        configuration.readTimeout = .seconds(1)
-        let redis = RedisClient(configuration: configuration)
+        let redis = try cluster.client()
         defer { redis.close() }
         let catalog = JobCatalog(kinds: [
             JobKindSpec(

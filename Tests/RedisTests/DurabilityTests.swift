@@ -5,19 +5,34 @@ import Testing
 
 /// Durable writes (`WAIT` after them, on their connection) against a private master with one replica.
 @Suite struct DurabilityTests {
+    /// A private master with one replica, and a client of each.
+    struct Replicated {
+        let replica: PrivateRedis
+        let master: RedisClient
+        let onReplica: RedisClient
+        private let masterServer: PrivateRedis
+
+        init() throws {
+            (masterServer, replica) = try PrivateRedis.startWithReplica()
+            master = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: masterServer.port))
+            onReplica = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: replica.port))
+        }
+
+        func stop() {
+            master.close()
+            onReplica.close()
+            masterServer.stop()
+            replica.stop()
+        }
+    }
+
     /// With its replica up, a durable pipeline and a durable script return their own replies (not `WAIT`'s) and the
     /// replica already has the writes; with the replica gone, both throw `notReplicated` after the timeout, the
     /// writes made on the master.
     @Test func durableWritesWaitForTheReplicaOrFail() async throws {
-        let (master, replica) = try PrivateRedis.startWithReplica()
-        defer {
-            master.stop()
-            replica.stop()
-        }
-        let redis = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: master.port))
-        defer { redis.close() }
-        let onReplica = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: replica.port))
-        defer { onReplica.close() }
+        let pair = try Replicated()
+        defer { pair.stop() }
+        let (redis, onReplica, replica) = (pair.master, pair.onReplica, pair.replica)
         let durable = Durability(replicas: 1, timeout: .seconds(2))
         #expect(try await redis.pipeline([["SET", "a", "1"], ["INCR", "a"]], durability: durable) == [.status("OK"), .integer(2)])
         // Acknowledged by the replica: there already, with no wait.
@@ -43,15 +58,9 @@ import Testing
     /// writes): 200 concurrent durable writes cost fewer than 200 waits (exactly 200 when each went alone), and every
     /// one of them is on the replica when its call returns.
     @Test func concurrentDurableWritesShareTheirWaits() async throws {
-        let (master, replica) = try PrivateRedis.startWithReplica()
-        defer {
-            master.stop()
-            replica.stop()
-        }
-        let redis = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: master.port))
-        defer { redis.close() }
-        let onReplica = RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: replica.port))
-        defer { onReplica.close() }
+        let pair = try Replicated()
+        defer { pair.stop() }
+        let (redis, onReplica) = (pair.master, pair.onReplica)
         let durable = Durability(replicas: 1, timeout: .seconds(2))
         _ = try await redis.pipeline([["SET", "warm", "1"]], durability: durable)
         _ = try await redis.send("CONFIG", "RESETSTAT")

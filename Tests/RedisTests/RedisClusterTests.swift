@@ -66,7 +66,7 @@ import Testing
         for key in keys { #expect(try await redis.run(script, keys: [key], arguments: ["2"]) == .integer(2)) }
         _ = try await redis.onEveryMaster(["SCRIPT", "FLUSH"])
         for key in keys { #expect(try await redis.run(script, keys: [key], arguments: ["3"]) == .integer(5)) }
-        try await redis.pipeline(keys.map { ["DEL", $0] })
+        _ = try await redis.pipeline(keys.map { ["DEL", $0] })
     }
 
     /// `SCAN` pages come from every master, and `unlinkKeys` deletes on every master.

@@ -13,10 +13,7 @@ import Testing
         let cluster = try PrivateCluster.start(masters: 3, replicas: 1)
         defer { cluster.stop() }
         let seedPort = cluster.nodes[0].port
-        var configuration = try RedisConfiguration(url: cluster.url)
-        configuration.connectTimeout = .milliseconds(300)
-        configuration.readTimeout = .seconds(1)
-        let redis = RedisClient(configuration: configuration)
+        let redis = try cluster.client()
         defer { redis.close() }
         let keys = (0..<300).map { "failover:\($0)" }
         // Durable: each master's replica acknowledged its writes (a `WAIT` after them on each node's connection).

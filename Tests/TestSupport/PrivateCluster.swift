@@ -1,4 +1,5 @@
 import Foundation
+import Redis
 
 /// A Redis Cluster of one test's own on free loopback ports (masters, each with `replicas` replicas), for faults that
 /// would disturb the shared one (`ops/cluster.sh`): killing a master. Stopped (SIGKILL) by `stop()`.
@@ -42,6 +43,14 @@ public struct PrivateCluster: Sendable {
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
+    }
+
+    /// A client of the cluster that gives up on a dead node quickly (connect 300 ms, read 1 s), as a failover needs.
+    public func client() throws -> RedisClient {
+        var configuration = try RedisConfiguration(url: url)
+        configuration.connectTimeout = .milliseconds(300)
+        configuration.readTimeout = .seconds(1)
+        return RedisClient(configuration: configuration)
     }
 
     /// Kills every node and removes their files.
