@@ -11,7 +11,7 @@
 #      late acknowledgements must not count: every job succeeded once in the counts, none failed or dead.
 #   3. rolling deploy (--deploy-jobs, default 20,000): 4 workers (2 per host) are each replaced in turn (SIGTERM, wait,
 #      start a new one) while the jobs flow: zero failed, zero lost, zero run twice.
-#   4. master failover (--jobs): the jobs enqueued durably (CARBSCAN_DURABLE_ENQUEUE=1), the host of the queue's master is
+#   4. master failover (--jobs, 1 s each): the jobs enqueued durably (CARBSCAN_DURABLE_ENQUEUE=1), the host of the queue's master is
 #      killed (-9) mid-run; its replica takes over (node timeout 2 s) and the workers follow it: every job finishes, runs
 #      beyond the jobs in flight = 0. Prints how long the queue was unserved.
 # Needs root and `ip netns`; where the machine forbids them it says so and exits 0 (skipped).
@@ -212,7 +212,8 @@ for host in "${redis_hosts[@]}"; do [[ $host != "$victim" ]] && { entry=${addres
 start_worker a w1
 start_worker b w2
 sleep 2
-CARBSCAN_DURABLE_ENQUEUE=1 enqueue 200
+# Jobs of 1 s: the 2,000 take 10 s on the 2 hosts' 200 slots, so the kill comes with most of them still to run.
+CARBSCAN_DURABLE_ENQUEUE=1 enqueue 1000
 sleep 1.5
 log "killing cs-$victim, the master of the queue's slot $slot (kill -9), $(redis-cli -c -h "$entry" llen "{hosts-probe}:record" | tr -d '\r') jobs finished"
 mapfile -t doomed < <(ip netns pids "cs-$victim")
