@@ -113,29 +113,37 @@ extension JobQueue {
     }
 
     /// Waits up to `timeout` for jobs on any of `queues` (a blocking `XREADGROUP` through `connections`), then starts
-    /// at most `count` of them, and at most `limits[queue]` of a queue's.
+    /// at most `count` of them, and at most `limits[queue]` of a queue's. Returns the jobs started, each also passed to
+    /// `started` as soon as it started.
     ///
     /// `XREADGROUP`'s COUNT bounds each stream, not the read: COUNT n over k streams could deliver n·k entries, and a
     /// worker took up to its concurrency times its number of queues at once. Each stream is asked for an equal share
     /// (at least one), and what a read still delivers past `count` (only when fewer slots are free than queues are
     /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted. `limits` is read when the
-    /// reply comes, so a limit lowered during the wait already holds.
+    /// first reply comes, so a limit lowered during the wait already holds.
     ///
     /// On a Redis Cluster each queue is read on its own connection, all at once; the first read to deliver wakes the
-    /// others (`CLIENT UNBLOCK` on their nodes), and what they delivered meanwhile is started or handed back too.
+    /// others (`CLIENT UNBLOCK` on their nodes). Each read's jobs start as it returns: the first read's go to `started`
+    /// while the others are still being unblocked, and what those delivered meanwhile is started or handed back too.
     public func waitForJobs(
         queues: [String], count: Int, consumer: String, timeout: Duration, connections: FetchConnections, idle: Bool = true,
-        limits: @autoclosure () -> [String: Int] = [:]
+        limits: @autoclosure () -> [String: Int] = [:], started: ([ReservedJob]) -> Void = { _ in }
     ) async throws -> [ReservedJob] {
         let share = max(1, count / max(1, queues.count))
-        let reply: [RedisValue]
+        var budget: StartBudget?
+        func deliver(_ reply: [RedisValue]) async throws {
+            var current = budget ?? StartBudget(room: count, rooms: limits(), idle: idle)
+            let jobs = try await start(reply, queues: queues, consumer: consumer, budget: &current)
+            budget = current
+            if !jobs.isEmpty { started(jobs) }
+        }
         if queues.count > 1, try await redis.isCluster {
-            reply = try await readFirst(queues, share: share, consumer: consumer, timeout: timeout, connections: connections)
+            try await readFirst(queues, share: share, consumer: consumer, timeout: timeout, connections: connections, deliver: deliver)
         } else {
             let connection = connections.connection(for: queues.count > 1 ? nil : queues.first)
-            reply = try await read(queues, share: share, consumer: consumer, timeout: timeout, on: connection)
+            try await deliver(try await read(queues, share: share, consumer: consumer, timeout: timeout, on: connection))
         }
-        return try await start(reply, queues: queues, count: count, consumer: consumer, idle: idle, limits: limits())
+        return budget?.jobs ?? []
     }
 
     /// One blocking `XREADGROUP` over `queues`' streams: one reply per stream that delivered.
@@ -155,15 +163,16 @@ extension JobQueue {
         return reply.array ?? []
     }
 
-    /// A read per queue at once, until one delivers or fails; the others are then unblocked, those still waiting only,
-    /// all at once, and again every millisecond until they return: a read not yet blocked on its server misses an
-    /// unblock, and every job the first read delivered waits for the slowest of them (a retry every 10 ms put the
-    /// pickup p99 of a 6-shard queue at 20–27 ms). Fails only when no read delivered.
-    private func readFirst(_ queues: [String], share: Int, consumer: String, timeout: Duration, connections: FetchConnections)
-        async throws -> [RedisValue]
-    {
+    /// A read per queue at once, each reply handed to `deliver` as it returns. Once one delivers or fails, the others
+    /// are unblocked, those still waiting only, all at once, and again every millisecond until they return (a read not
+    /// yet blocked on its server misses an unblock; a retry every 10 ms, one node after another, put the pickup p99 of
+    /// a 6-shard queue at 20–27 ms). Fails only when no read delivered.
+    private func readFirst(
+        _ queues: [String], share: Int, consumer: String, timeout: Duration, connections: FetchConnections,
+        deliver: ([RedisValue]) async throws -> Void
+    ) async throws {
         let waiting = WaitingReads(queues)
-        let (replies, failure) = await withTaskGroup(of: FinishedRead.self) { group in
+        let (delivered, failure) = await withTaskGroup(of: FinishedRead.self) { group in
             for queue in queues {
                 let connection = connections.connection(for: queue)
                 group.addTask {
@@ -176,14 +185,13 @@ extension JobQueue {
                     }
                 }
             }
-            var replies: [RedisValue] = []
+            var delivered = false
             var failure: (any Error)?
             var waker: Task<Void, Never>?
             while let read = await group.next() {
                 waiting.queues.withLock { _ = $0.remove(read.queue) }
-                replies += read.replies
                 failure = failure ?? read.failure
-                if waker == nil && (!replies.isEmpty || failure != nil) {
+                if waker == nil && (!read.replies.isEmpty || failure != nil) {
                     waker = Task {
                         while !Task.isCancelled {
                             await connections.unblock(queues: waiting.queues.withLock { $0 })
@@ -191,12 +199,18 @@ extension JobQueue {
                         }
                     }
                 }
+                guard !read.replies.isEmpty else { continue }
+                do {
+                    try await deliver(read.replies)
+                    delivered = true
+                } catch {
+                    failure = failure ?? error
+                }
             }
             waker?.cancel()
-            return (replies, failure)
+            return (delivered, failure)
         }
-        if replies.isEmpty, let failure { throw failure }
-        return replies
+        if !delivered, let failure { throw failure }
     }
 
     /// What one queue's read returned.
@@ -212,43 +226,52 @@ extension JobQueue {
         init(_ queues: [String]) { self.queues = Mutex(Set(queues)) }
     }
 
-    /// Starts (or hands back, past `count` or a queue's limit) what the reads delivered.
-    private func start(
-        _ reply: [RedisValue], queues: [String], count: Int, consumer: String, idle: Bool, limits: [String: Int]
-    ) async throws -> [ReservedJob] {
+    /// What the reads of one wait may still start: free slots, each limited queue's room (shared by its shards), and
+    /// the jobs started so far.
+    private struct StartBudget {
+        var room: Int
+        var rooms: [String: Int]
+        let idle: Bool
         var jobs: [ReservedJob] = []
-        var room = count
-        // Each limited queue's room, shared by its shards.
-        var rooms = limits
+    }
+
+    /// Starts (or hands back, past the budget's slots or a queue's room) what a read delivered; returns the jobs it
+    /// started, also added to the budget's.
+    private func start(_ reply: [RedisValue], queues: [String], consumer: String, budget: inout StartBudget) async throws
+        -> [ReservedJob]
+    {
+        var jobs: [ReservedJob] = []
         for streamReply in reply {
             guard let parts = streamReply.array, parts.count == 2, let name = parts[0].string,
                 let queue = queues.first(where: { keys($0).stream == name })
             else { continue }
             // Per entry: its id, the job's id, and the job it carries (kind, payload, max, vis; kind empty when the
             // entry only names a job whose record exists).
-            // Once a job to run isolated is given, the rest of this read goes back to the streams.
-            let mode: StartCall.Mode = jobs.contains(where: \.isolated) ? .handBack : idle && jobs.isEmpty ? .idle : .busy
+            // Once a job to run isolated is given, the rest of this wait's reads goes back to the streams.
+            let mode: StartCall.Mode =
+                budget.jobs.contains(where: \.isolated) ? .handBack : budget.idle && budget.jobs.isEmpty ? .idle : .busy
             var call = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: mode)
             var surplus = StartCall(keys(queue), consumer: consumer, dead: deadSet, mode: .handBack)
             let limited = QueueShards.queue(ofShard: queue)
-            var queueRoom = rooms[limited] ?? Int.max
+            var queueRoom = budget.rooms[limited] ?? Int.max
             for entry in parts[1].array ?? [] {
                 guard let e = entry.array, e.count == 2, let entryID = e[0].string, let fields = e[1].fields,
                     let id = fields[JobField.id.rawValue]?.string
                 else { continue }
-                if room > 0 && queueRoom > 0 {
+                if budget.room > 0 && queueRoom > 0 {
                     call.add(entry: entryID, id: id, carried: fields)
-                    room -= 1
+                    budget.room -= 1
                     queueRoom -= 1
                 } else {
                     surplus.add(entry: entryID, id: id, carried: fields)
                 }
             }
-            if rooms[limited] != nil { rooms[limited] = queueRoom }
+            if budget.rooms[limited] != nil { budget.rooms[limited] = queueRoom }
             if !surplus.isEmpty { try await redis.run(surplus) }
             guard !call.isEmpty else { continue }
-            let started = try await redis.run(call)
-            jobs += Self.decodeJobs(started, queue: queue)
+            let started = Self.decodeJobs(try await redis.run(call), queue: queue)
+            budget.jobs += started
+            jobs += started
         }
         return jobs
     }

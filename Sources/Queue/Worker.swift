@@ -256,18 +256,24 @@ public final class Worker: Service {
                     jobs += reserved
                     if let left = room[limited] { room[limited] = left - reserved.count }
                 }
-                if jobs.isEmpty && !isStopping {
+                if !jobs.isEmpty {
+                    slots.take(jobs.count)
+                    for job in jobs { start(job) }
+                } else if !isStopping {
+                    // Each read's jobs start as it returns (on a cluster, before the other reads came back).
                     jobs = try await queue.waitForJobs(
                         queues: open, count: want, consumer: options.consumer, timeout: options.blockTimeout,
-                        connections: connections, idle: idle, limits: self.room())
+                        connections: connections, idle: idle, limits: self.room()
+                    ) { started in
+                        slots.take(started.count)
+                        for job in started { start(job) }
+                    }
                 }
                 streak.succeeded(logger: logger)
             } catch {
                 await sleepUnlessStopping(streak.failed(error, logger: logger))
                 continue
             }
-            slots.take(jobs.count)
-            for job in jobs { start(job) }
             if jobs.contains(where: \.isolated) {
                 // Its last worker died with it: nothing else runs here until it ends, so if it crashes this process
                 // too, it takes no other job down.

@@ -67,6 +67,10 @@ enum TestCluster {
                 masters.append((endpoint, id, [start...end]))
             }
         }
+        // The tests spread keys over three masters; a smaller cluster (a benchmark's, left running) fails them clearly.
+        guard masters.count >= 3 else {
+            throw ServerError("the test cluster has \(masters.count) master(s), the tests need 3: ops/cluster.sh start")
+        }
         return masters
     }
 
