@@ -2,9 +2,10 @@
 # Usage: ops/faults/hosts.sh [--binary PATH] [--jobs N] [--deploy-jobs N]
 # Workers on several "hosts" (issue 16 §3): network namespaces on this machine joined by a bridge (10.77.0.0/24), a
 # Redis Cluster of three masters and their three replicas, each node in a namespace of its own (cs-r1..cs-r6,
-# 10.77.0.11-16, port 6379), two worker hosts (cs-w1, cs-w2, 10.77.0.21-22) running `carbscan work`, and the producer
-# and the checks in the root namespace. noop jobs (visibility timeout 5 s, 200 ms of work each) record their id in a
-# Redis list when they finish, so a job run twice shows up twice. Four checks:
+# 10.77.0.11-16, port 6379), two worker hosts (cs-w1, cs-w2, 10.77.0.21-22) running `carbscan work`, two scheduler
+# hosts (cs-s1, cs-s2, 10.77.0.31-32) running `carbscan schedule`, and the producer and the checks in the root
+# namespace. noop jobs (visibility timeout 5 s, 200 ms of work each) record their id in a
+# Redis list when they finish, so a job run twice shows up twice. Five checks:
 #   1. kill host (--jobs, default 2000): every process of cs-w1 is killed (-9) mid-run; every job must finish, runs beyond the jobs in flight
 #      on the dead host = 0.
 #   2. cut host (--jobs): cs-w1's link goes down for 12 s (over two leases) and comes back; its jobs are re-run on cs-w2, and its
@@ -14,6 +15,8 @@
 #   4. master failover (--jobs, 1 s each): the jobs enqueued durably (CARBSCAN_DURABLE_ENQUEUE=1), the host of the queue's master is
 #      killed (-9) mid-run; its replica takes over (node timeout 2 s) and the workers follow it: every job finishes, runs
 #      beyond the jobs in flight = 0. Prints how long the queue was unserved.
+#   5. schedulers: two `carbscan schedule` on cs-s1 and cs-s2 with a schedule firing every minute; after one minute
+#      boundary exactly 1 job is enqueued; cs-s1 is killed (-9); after the next exactly 2. Takes about two minutes.
 # Needs root and `ip netns`; where the machine forbids them it says so and exits 0 (skipped).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -40,9 +43,9 @@ ip netns del cs-probe
 
 dir=$(mktemp -d /var/tmp/carbscan-hosts-XXXX)
 redis_hosts=(r1 r2 r3 r4 r5 r6)
-hosts=("${redis_hosts[@]}" w1 w2)
+hosts=("${redis_hosts[@]}" w1 w2 s1 s2)
 declare -A address=([r1]=10.77.0.11 [r2]=10.77.0.12 [r3]=10.77.0.13 [r4]=10.77.0.14 [r5]=10.77.0.15 [r6]=10.77.0.16
-    [w1]=10.77.0.21 [w2]=10.77.0.22)
+    [w1]=10.77.0.21 [w2]=10.77.0.22 [s1]=10.77.0.31 [s2]=10.77.0.32)
 cleanup() {
     for host in "${hosts[@]}"; do
         mapfile -t pids < <(ip netns pids "cs-$host" 2>/dev/null || true)
@@ -70,6 +73,9 @@ for host in "${hosts[@]}"; do
     ip -n "cs-$host" link set lo up
 done
 on() { local host=$1; shift; ip netns exec "cs-$host" "$@"; }
+# spawn HOST COMMAND… &: as `on`, for a background process whose pid ($!) must be the command's own. Through `on`, $!
+# was the pid of the subshell running the function, so a SIGTERM to it left the command running.
+spawn() { local host=$1; shift; exec ip netns exec "cs-$host" "$@"; }
 
 # The cluster: one node per namespace, three masters with a replica each.
 for host in "${redis_hosts[@]}"; do
@@ -99,7 +105,7 @@ log "cluster up: 3 masters and 3 replicas in cs-r1..cs-r6; worker hosts cs-w1, c
 
 declare -A workers=()
 start_worker() { # NAME HOST
-    on "$2" env DATABASE_URL=postgres://127.0.0.1:1/none "$binary" work --queues default --concurrency 100 --grace 10 \
+    spawn "$2" env DATABASE_URL=postgres://127.0.0.1:1/none "$binary" work --queues default --concurrency 100 --grace 10 \
         >>"$dir/worker-$1.log" 2>&1 &
     workers[$1]=$!
 }
@@ -222,5 +228,31 @@ killed_at=$(date +%s.%N)
 until new_master=$(master_of "$slot") && [[ -n $new_master && $new_master != "$old_master" ]]; do sleep 0.05; done
 log "slot $slot moved from $old_master to $new_master $(python3 -c "import sys,time; print(f'{time.time()-float(sys.argv[1]):.1f}')" "$killed_at") s after the kill"
 report "master failover" "$(wait_done 120)" 200
+
+# 5. Schedulers on two hosts: each fire of a schedule is enqueued once, and the fires go on when one scheduler's host
+# dies. noop gets a schedule firing every minute (for the schedulers only; no worker runs, the fires stay queued).
+for name in "${!workers[@]}"; do kill -TERM "${workers[$name]}" 2>/dev/null || true; done
+wait 2>/dev/null || true
+workers=()
+reset
+cp -r "$dir/jobs" "$dir/jobs-cron"
+printf '\nschedules:\n  - { name: each-minute, cron: "* * * * *", timezone: UTC, payload: {} }\n' >>"$dir/jobs-cron/noop.yml"
+# Start well inside a minute, so that the first boundary after the start is one both schedulers are ready for.
+while (($(date +%-S) < 1 || $(date +%-S) > 45)); do sleep 1; done
+for host in s1 s2; do
+    spawn "$host" env CARBSCAN_JOBS_DIR="$dir/jobs-cron" LOG_LEVEL=info "$binary" schedule >>"$dir/scheduler-$host.log" 2>&1 &
+done
+queued() { read -r _ _ _ _ _ q _ <<<"$(counts "$binary" "$entry")"; echo "$q"; }
+until_past_boundary() { sleep $((60 - $(date +%-S) + 3)); } # until 3 s past the next minute boundary
+until_past_boundary
+first=$(queued)
+log "schedulers on cs-s1 and cs-s2, one minute boundary passed: $first fire(s) enqueued; killing cs-s1 (kill -9)"
+mapfile -t doomed < <(ip netns pids cs-s1)
+kill -9 "${doomed[@]}" 2>/dev/null || true
+until_past_boundary
+second=$(queued)
+ok=yes
+((first == 1 && second == 2)) || { ok=no; failures=$((failures + 1)); }
+log "schedulers: fires enqueued after one boundary $first (expected 1), after the next with cs-s1 dead $second (expected 2): $([[ $ok == yes ]] && echo PASS || echo FAIL)"
 
 ((failures == 0)) && log "all checks passed" || { log "$failures check(s) failed; logs in $dir"; trap - EXIT; exit 1; }
