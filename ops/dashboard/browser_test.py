@@ -15,6 +15,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -58,7 +59,10 @@ for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-s
     options.add_argument(flag)
 options.binary_location = "/usr/bin/chromium"
 browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-wait = WebDriverWait(browser, 20)
+# Waiting for a page to replace a clicked element: chromedriver may answer a check made while the page is being
+# replaced with "Node with given id does not belong to the document" (a WebDriverException) instead of a stale element;
+# the wait asks again instead of failing (it did once in CI).
+wait = WebDriverWait(browser, 20, ignored_exceptions=[WebDriverException])
 os.makedirs(args.screenshots, exist_ok=True)
 
 
