@@ -221,12 +221,6 @@ public final class JobQueue: Sendable {
             uniqueKey: uniqueKey, uniqueTTL: uniqueTTL)
     }
 
-    /// The enqueue's writes, durable when the options say so.
-    private func pipeline(_ commands: [[String]]) async throws -> [RedisValue] {
-        guard let durability = options.durability else { return try await redis.pipeline(commands) }
-        return try await redis.pipeline(commands, durability: durability)
-    }
-
     /// Writes jobs of one queue that go in by one path.
     private func write(_ jobs: [PreparedJob], queue: String, path: PreparedJob.Path, into results: inout [EnqueueResult]) async throws {
         switch path {
@@ -267,11 +261,11 @@ public final class JobQueue: Sendable {
     /// the transaction of a record and an entry, and the producer formatted 16 arguments per job instead of 12.
     private func enqueueEntries(_ jobs: [PreparedJob], queue: String, into results: inout [EnqueueResult]) async throws {
         let stream = keys(queue).stream
-        let replies = try await pipeline(
+        let replies = try await redis.pipeline(
             jobs.map {
                 Self.entryCommand(
                     stream, id: $0.id, kind: $0.kind, payload: $0.payload, maxAttempts: $0.maxAttempts, visibilityMs: $0.visibilityMs)
-            })
+            }, durability: options.durability)
         for case .error(let message) in replies { throw RedisError(.server, "enqueue failed: \(message)") }
         for job in jobs { results[job.index] = .enqueued(job.id) }
     }
@@ -316,7 +310,7 @@ public final class JobQueue: Sendable {
             commands.append(["XADD", keys.stream, "*", JobField.id.rawValue, job.id.rawValue])
             if position % 100 == 99 || position == jobs.count - 1 { commands.append(["EXEC"]) }
         }
-        let replies = try await pipeline(commands)
+        let replies = try await redis.pipeline(commands, durability: options.durability)
         // Each block answers OK, QUEUED per command, then EXEC's array of the commands' replies.
         var failure: String?
         var executedCount = 0

@@ -100,20 +100,13 @@ public final class RedisClient: Sendable {
 
     /// Sends the commands in one round-trip (one per node on a cluster). Error replies are returned in place as
     /// `.error`, not thrown, so one failed command does not hide the others' results.
-    public func pipeline(_ commands: [[String]]) async throws -> [RedisValue] {
-        guard !commands.isEmpty else { return [] }
-        if try await isStandalone { return try await seed.pick().submit(commands) }
-        return try await send(commands, through: topology)
-    }
-
-    /// Sends the commands as ``pipeline(_:)`` does, each node's followed on the same connection by `WAIT`: returns once
+    ///
+    /// With a `durability`, each node's commands are followed on the same connection by `WAIT`: the call returns once
     /// `durability.replicas` replicas acknowledged every write before it, or throws ``RedisError/Code/notReplicated``
     /// after `durability.timeout` (the writes were made on the master, and may yet be lost with it).
-    public func pipeline(_ commands: [[String]], durability: Durability) async throws -> [RedisValue] {
+    public func pipeline(_ commands: [[String]], durability: Durability? = nil) async throws -> [RedisValue] {
         guard !commands.isEmpty else { return [] }
-        if try await isStandalone {
-            return try await seed.pick().submit(commands, durability: durability)
-        }
+        if try await isStandalone { return try await seed.pick().submit(commands, durability: durability) }
         return try await send(commands, through: topology, durability: durability)
     }
 
@@ -148,9 +141,7 @@ public final class RedisClient: Sendable {
         let thread = seed.pick()
         for attempt in 0..<2 {
             let sha = try await sha(of: script, on: thread, reload: attempt > 0)
-            let call = ["EVALSHA", sha, count] + keys + arguments
-            let reply =
-                try await thread.submit([call], durability: durability)[0]
+            let reply = try await thread.submit([["EVALSHA", sha, count] + keys + arguments], durability: durability)[0]
             if case .error(let message) = reply {
                 if message.hasPrefix("NOSCRIPT") { continue }
                 throw RedisError(.server, "\(script.name): \(message)")

@@ -56,7 +56,7 @@ extension Logger {
     /// that a command's output is its answer (a line at info for every connection was noise there).
     static var cli: Logger {
         var logger = Logger(label: "carbscan.cli")
-        logger.logLevel = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        logger.logLevel = LogSetup.level(default: .warning)
         return logger
     }
 }
@@ -64,7 +64,12 @@ extension Logger {
 enum LogSetup {
     /// JSON lines on stderr at `LOG_LEVEL` (trace, debug, info, notice, warning, error, critical; default info).
     static func bootstrap() {
-        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        let level = level(default: .info)
         LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+    }
+
+    /// `LOG_LEVEL`, or `fallback` when it is unset or not a level's name.
+    static func level(default fallback: Logger.Level) -> Logger.Level {
+        ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? fallback
     }
 }
