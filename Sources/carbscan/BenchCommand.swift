@@ -60,7 +60,7 @@ struct QueueBench: AsyncParsableCommand {
         let prefix = "carbscan-bench"
         let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
         // The enqueue figures' queue waits for replicas when asked (`--durable-enqueue`), as a producer's would.
-        var enqueueOptions = global.queueOptions
+        var enqueueOptions = try global.queueOptions()
         enqueueOptions.prefix = prefix + "-enqueue"
         let enqueueQueue = JobQueue(redis: redis, catalog: catalog, options: enqueueOptions)
         try await clear(prefix, redis)
@@ -155,7 +155,7 @@ struct QueueBench: AsyncParsableCommand {
 
         var summary: [String: Any] = [
             "system": "carbscan (Swift, hiredis, Redis Streams)", "workers": workers, "concurrency_per_worker": concurrency,
-            "worker_metrics": workerMetrics, "durable_enqueue_replicas": global.durableEnqueue,
+            "worker_metrics": workerMetrics, "durable_enqueue_replicas": try global.durableReplicas(),
             "jobs": jobs, "runs": results,
         ]
         for key in results[0].keys { summary[key] = median(results.compactMap { $0[key] }) }

@@ -29,6 +29,12 @@ struct ConfigCommand: AsyncParsableCommand {
                 ("REDIS_URL", Self.masked(global.redisURL)), ("DATABASE_URL", Self.masked(global.databaseURL)),
                 ("CARBSCAN_PREFIX", global.prefix), ("CARBSCAN_JOBS_DIR", global.jobsDir),
             ]
+            if let replicas = read("durable", { try global.durableReplicas() }) {
+                lines.append(("CARBSCAN_DURABLE_ENQUEUE", replicas == 0 ? "0 (off)" : "\(replicas) replica(s)"))
+            }
+            if let timeout = read("durable timeout", { try global.durableTimeout() }) {
+                lines.append(("CARBSCAN_DURABLE_TIMEOUT_MS", "\(timeout)"))
+            }
             let catalog = read("jobs") { try JobCatalog.load(directory: global.jobsDir) }
             if let catalog { lines.append(("job kinds", catalog.kinds.keys.sorted().joined(separator: ", "))) }
             if let port = read("port", { try SettingChecks.port(environment) }) { lines.append(("CARBSCAN_PORT", "\(port ?? 8080)")) }

@@ -23,26 +23,53 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         help: """
             Replicas that must acknowledge an enqueue before it succeeds (WAIT; 0: off). Past the timeout the enqueue \
-            fails (503 through the API) though the job was written (env CARBSCAN_DURABLE_ENQUEUE).
+            fails (503 through the API) though the job was written (env CARBSCAN_DURABLE_ENQUEUE; default 0).
             """)
-    var durableEnqueue: Int = Int(ProcessInfo.processInfo.environment["CARBSCAN_DURABLE_ENQUEUE"] ?? "") ?? 0
+    var durableEnqueue: Int?
 
-    @Option(help: "How long a durable enqueue waits for its replicas, in ms (env CARBSCAN_DURABLE_TIMEOUT_MS).")
-    var durableTimeoutMs: Int = Int(ProcessInfo.processInfo.environment["CARBSCAN_DURABLE_TIMEOUT_MS"] ?? "") ?? 1000
+    @Option(help: "How long a durable enqueue waits for its replicas, in ms (env CARBSCAN_DURABLE_TIMEOUT_MS; default 1000).")
+    var durableTimeoutMs: Int?
+
+    static let durableReplicasRange = 0...16
+    static let durableTimeoutRange = 1...60_000
 
     func validate() throws {
-        guard (0...16).contains(durableEnqueue) else { throw ValidationError("--durable-enqueue must be 0…16 replicas") }
-        guard (1...60_000).contains(durableTimeoutMs) else { throw ValidationError("--durable-timeout-ms must be 1…60000") }
+        if let durableEnqueue, !Self.durableReplicasRange.contains(durableEnqueue) {
+            throw ValidationError("--durable-enqueue must be 0…16 replicas")
+        }
+        if let durableTimeoutMs, !Self.durableTimeoutRange.contains(durableTimeoutMs) {
+            throw ValidationError("--durable-timeout-ms must be 1…60000")
+        }
         // A hash tag in the prefix would put every queue in one Redis Cluster slot (one node).
         if prefix.isEmpty || prefix.contains("{") || prefix.contains("}") {
             throw ValidationError("--prefix (CARBSCAN_PREFIX) must be non-empty and hold no { or }: '\(prefix)'")
         }
     }
 
+    /// Replicas a durable enqueue waits for: the option, else `CARBSCAN_DURABLE_ENQUEUE` (refused when set but wrong).
+    func durableReplicas() throws(SettingError) -> Int {
+        try setting(durableEnqueue, "CARBSCAN_DURABLE_ENQUEUE", default: 0, in: Self.durableReplicasRange)
+    }
+
+    /// How long a durable enqueue waits, in ms: the option, else `CARBSCAN_DURABLE_TIMEOUT_MS`.
+    func durableTimeout() throws(SettingError) -> Int {
+        try setting(durableTimeoutMs, "CARBSCAN_DURABLE_TIMEOUT_MS", default: 1000, in: Self.durableTimeoutRange)
+    }
+
+    /// An option's value when given, else its variable's (refused when set but wrong), else the default.
+    private func setting(_ option: Int?, _ variable: String, default fallback: Int, in range: ClosedRange<Int>) throws(SettingError)
+        -> Int
+    {
+        if let option { return option }
+        return try EnvironmentSettings(ProcessInfo.processInfo.environment).integer(variable, default: fallback, in: range)
+    }
+
     /// The queue's options: the prefix, and the durable enqueue when asked for.
-    var queueOptions: QueueOptions {
+    func queueOptions() throws(SettingError) -> QueueOptions {
         var options = QueueOptions(prefix: prefix)
-        if durableEnqueue > 0 { options.durability = Durability(replicas: durableEnqueue, timeout: .milliseconds(durableTimeoutMs)) }
+        // Both read, so a wrong timeout is refused even while durable enqueue is off.
+        let (replicas, timeout) = (try durableReplicas(), try durableTimeout())
+        if replicas > 0 { options.durability = Durability(replicas: replicas, timeout: .milliseconds(timeout)) }
         return options
     }
 
@@ -74,7 +101,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func jobQueue(logger: Logger) throws -> JobQueue {
-        JobQueue(redis: try redis(logger: logger), catalog: try catalog(), options: queueOptions)
+        JobQueue(redis: try redis(logger: logger), catalog: try catalog(), options: try queueOptions())
     }
 }
 

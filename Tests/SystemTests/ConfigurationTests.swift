@@ -11,7 +11,9 @@ import Testing
         (["serve", "--port", "0"], "HTTP_IDLE_TIMEOUT_SECONDS", "0"), (["serve", "--port", "0"], "SCAN_RESET_TIMEZONE", "Europe/Berln"),
         (["serve", "--port", "0"], "MAGIC_LINK_MAX_PER_IP", "-3"), (["serve"], "CARBSCAN_PORT", "http"),
         (["work"], "AI_MAX_TOKENS_CHAT", "lots"), (["work"], "PHOTO_RETENTION_DAYS", "0"), (["work"], "STRIPE_PRICE_TIERS", "price_a"),
-        (["schedule"], "SCAN_RESET_TIMEZONE", "Mars/Olympus"),
+        (["schedule"], "SCAN_RESET_TIMEZONE", "Mars/Olympus"), (["serve", "--port", "0"], "CARBSCAN_DURABLE_ENQUEUE", "one"),
+        (["work"], "CARBSCAN_DURABLE_ENQUEUE", "17"), (["jobs", "enqueue", "noop"], "CARBSCAN_DURABLE_TIMEOUT_MS", "0"),
+        (["config", "check"], "CARBSCAN_DURABLE_TIMEOUT_MS", "soon"),
     ])
     func aWrongValueStopsTheProcessNamingIt(command: [String], variable: String, value: String) async throws {
         var environment = ["CARBSCAN_JOBS_DIR": Self.jobs, "CARBSCAN_PREFIX": "config-\(UUID().uuidString.prefix(8))", variable: value]
