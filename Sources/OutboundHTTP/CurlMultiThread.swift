@@ -21,15 +21,15 @@ struct PendingRequest: Sendable {
 private let curlGlobalInit: Bool = carbscan_curl_global_init_default() == CURLE_OK
 
 /// A libcurl multi handle shared between the owner thread and the tasks that wake it.
-// @unchecked Sendable: other threads only call curl_multi_wakeup (documented thread-safe), and only under the
-// state lock while the client is open; every other call, and the cleanup, happens on the owner thread.
+// @unchecked Sendable: only the owner thread calls libcurl with it, the cleanup included.
 private struct MultiHandle: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
 }
 
 /// One libcurl multi handle driven by one dedicated OS thread, so transfers never block Swift's cooperative pool.
-/// Callers queue requests and cancellations under a mutex and wake the thread with `curl_multi_wakeup`, which
-/// interrupts `curl_multi_poll`; every easy handle is created, driven and freed on the thread.
+/// The thread runs libcurl's multi socket API over an epoll set (`SocketEvents`). Callers queue requests and
+/// cancellations under a mutex and wake the thread through the set; every easy handle is created, driven and freed
+/// on the thread.
 final class CurlMultiThread: Sendable {
     private struct State {
         var lastID: UInt64 = 0
@@ -42,9 +42,11 @@ final class CurlMultiThread: Sendable {
     private static let shutDown = "the HTTP client was shut down"
     private static let cancelled = "cancelled"
     private static let queuedTooLong = "the total timeout passed while waiting for a connection"
+    private static let overdueMargin = Duration.milliseconds(20)
 
     private let state = Mutex(State())
     private let multi: MultiHandle
+    private let events = SocketEvents()
     private let options: HTTPClientOptions
     private let logger: Logger
 
@@ -59,6 +61,7 @@ final class CurlMultiThread: Sendable {
         _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.maxConnectionsPerHost)
         _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, options.maxStreamsPerConnection)
+        events.install(on: multi)
         self.multi = MultiHandle(pointer: multi)
         self.options = options
         self.logger = logger
@@ -85,7 +88,7 @@ final class CurlMultiThread: Sendable {
                     if state.closed { return HTTPClientError(.shutdown, request.method, host, Self.shutDown) }
                     if Task.isCancelled { return HTTPClientError(.cancelled, request.method, host, Self.cancelled) }
                     state.added.append(pending)
-                    _ = curl_multi_wakeup(multi.pointer)
+                    events.wake()
                     return nil
                 }
                 if let refusal { continuation.resume(returning: .failure(refusal)) }
@@ -94,7 +97,7 @@ final class CurlMultiThread: Sendable {
             state.withLock { state in
                 guard !state.closed else { return }
                 state.cancelled.append(id)
-                _ = curl_multi_wakeup(multi.pointer)
+                events.wake()
             }
         }
     }
@@ -104,13 +107,14 @@ final class CurlMultiThread: Sendable {
         state.withLock { state in
             guard !state.closed else { return }
             state.closed = true
-            _ = curl_multi_wakeup(multi.pointer)
+            events.wake()
         }
     }
 
     private func run() {
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
         var handles: [UInt64: UnsafeMutableRawPointer] = [:]
+        var nextOverdueCheck = ContinuousClock.now + .seconds(10)
         while true {
             let (added, cancelled, closed) = state.withLock { state in
                 defer {
@@ -148,6 +152,7 @@ final class CurlMultiThread: Sendable {
                     }
                     transfers[transfer.easy] = transfer
                     handles[transfer.id] = transfer.easy
+                    nextOverdueCheck = min(nextOverdueCheck, transfer.deadline + Self.overdueMargin)
                 } catch {
                     pending.continuation.resume(returning: .failure(error))
                 }
@@ -159,37 +164,49 @@ final class CurlMultiThread: Sendable {
             }
 
             var running: Int32 = 0
-            _ = curl_multi_perform(multi.pointer, &running)
-            var queued: Int32 = 0
-            while let message = curl_multi_info_read(multi.pointer, &queued) {
-                // The message is freed by curl_multi_remove_handle: read it first.
-                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-                let code = message.pointee.data.result
-                guard let transfer = transfers.removeValue(forKey: easy) else { continue }
-                handles.removeValue(forKey: transfer.id)
-                finish(transfer, transfer.result(code))
-            }
+            if events.timerExpired { _ = curl_multi_socket_action(multi.pointer, CURL_SOCKET_BAD, 0, &running) }
+            finishDone(&transfers, &handles)
 
             // libcurl (7.88) checks a transfer's total timeout only once the transfer has a connection: one queued
             // behind maxConnectionsPerHost (or waiting to multiplex) would fail only when a connection frees up, however
             // late. Still here a little past its deadline, a transfer is such a one; the margin leaves every other
-            // timeout to libcurl.
+            // timeout to libcurl. The pass over every transfer runs only when the earliest deadline has come.
             let now = ContinuousClock.now
-            var wake = now + .seconds(10)
-            var overdue: [Transfer] = []
-            for transfer in transfers.values {
-                let due = transfer.deadline + .milliseconds(20)
-                if due <= now { overdue.append(transfer) } else { wake = min(wake, due) }
+            if nextOverdueCheck <= now {
+                nextOverdueCheck = now + .seconds(10)
+                var overdue: [Transfer] = []
+                for transfer in transfers.values {
+                    let due = transfer.deadline + Self.overdueMargin
+                    if due <= now { overdue.append(transfer) } else { nextOverdueCheck = min(nextOverdueCheck, due) }
+                }
+                for transfer in overdue {
+                    transfers.removeValue(forKey: transfer.easy)
+                    handles.removeValue(forKey: transfer.id)
+                    finish(transfer, .failure(HTTPClientError(.timeout, transfer.method, transfer.host, Self.queuedTooLong)))
+                }
             }
-            for transfer in overdue {
-                transfers.removeValue(forKey: transfer.easy)
-                handles.removeValue(forKey: transfer.id)
-                finish(transfer, .failure(HTTPClientError(.timeout, transfer.method, transfer.host, Self.queuedTooLong)))
+            // Returns on a ready socket, a wake-up, libcurl's timer or the next overdue check, whichever comes first.
+            events.wait(until: nextOverdueCheck) { socket, bits in
+                _ = curl_multi_socket_action(multi.pointer, socket, bits, &running)
             }
-            // Returns early on curl_multi_wakeup, socket activity or libcurl's next timeout, whichever comes first.
-            _ = curl_multi_poll(multi.pointer, nil, 0, Int32(max(1, (wake - now).millisecondsRoundedUp)), nil)
+            finishDone(&transfers, &handles)
         }
         curl_multi_cleanup(multi.pointer)
+    }
+
+    /// Ends the transfers libcurl reports done. Every message is read before any handle is removed: removing a handle
+    /// walks the messages still queued, so removing as they are read cost a pass over the rest for each one.
+    private func finishDone(_ transfers: inout [UnsafeMutableRawPointer: Transfer], _ handles: inout [UInt64: UnsafeMutableRawPointer]) {
+        var done: [(Transfer, CURLcode)] = []
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi.pointer, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                let transfer = transfers.removeValue(forKey: easy)
+            else { continue }
+            handles.removeValue(forKey: transfer.id)
+            done.append((transfer, message.pointee.data.result))
+        }
+        for (transfer, code) in done { finish(transfer, transfer.result(code)) }
     }
 
     private func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPClientError>) {
