@@ -198,13 +198,22 @@ import Testing
             ["work", "--queues", "default", "--grace", "1"],
             environment: ["REDIS_URL": url, "CARBSCAN_JOBS_DIR": jobs.path, "CARBSCAN_PREFIX": "gone"])
         defer { worker.signal(SIGKILL) }
+        // Each handler pushes to `started` as it begins (noop's latency probe): a job reserved but not yet started
+        // when Redis goes (a loaded machine) would leave no outcome to record.
+        func payload(sleepMs: Int) -> JSONValue {
+            ["sleepMs": .int(sleepMs), "stamp": .double(Date().timeIntervalSince1970), "latency": "started"]
+        }
         var ids: [JobID] = []
         _ = try await eventually(timeout: .seconds(30)) {
-            (try? await queue.enqueue("noop", payload: ["sleepMs": 400], options: EnqueueOptions(indexed: true)).id).map { ids.append($0) }
+            (try? await queue.enqueue("noop", payload: payload(sleepMs: 400), options: EnqueueOptions(indexed: true)).id).map {
+                ids.append($0)
+            }
             return !ids.isEmpty
         }
-        let long = try #require(try await queue.enqueue("noop", payload: ["sleepMs": 8000], options: EnqueueOptions(indexed: true)).id)
-        #expect(try await eventually(timeout: .seconds(30)) { try await queue.record(long)?.status == .running })
+        let long = try #require(
+            try await queue.enqueue("noop", payload: payload(sleepMs: 8000), options: EnqueueOptions(indexed: true)).id)
+        #expect(try await eventually(timeout: .seconds(30)) { try await redis.send(["LLEN", "started"]).int == 2 })
+        #expect(try await queue.record(long)?.status == .running)
         // Redis goes away while both run; the short job finishes and cannot be recorded.
         server.stop()
         try await Task.sleep(for: .milliseconds(600))
