@@ -340,23 +340,41 @@ public final class Worker: Service {
         }
         inFlight.insert(job, deadline: .now + spec.timeout)
         for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
-        let task = Task { await self.execute(job, spec: spec, handler: handler) }
+        // The task captures no spec (some 500 bytes per job held): `finish` looks it up again in the immutable catalog.
+        let task = Task { await self.execute(job, handler: handler) }
         inFlight.attach(task, to: job)
     }
 
-    private func execute(_ job: ReservedJob, spec: JobKindSpec, handler: JobRegistry.Handler) async {
+    /// The job's task. Only the handler's call is awaited: its frame stays allocated for as long as the job runs
+    /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
+    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler) async {
         let began = ContinuousClock.now
-        let context = JobContext(
+        let result: Result<String?, any Error>
+        do {
+            result = .success(try await handler(job.payload, context(of: job)))
+        } catch {
+            result = .failure(error)
+        }
+        finish(job, result: result, began: began)
+    }
+
+    private func context(of job: ReservedJob) -> JobContext {
+        JobContext(
             id: job.id, kind: job.kind, attempt: job.attempt, maxAttempts: job.maxAttempts, scheduledFor: job.scheduledFor,
             enqueuedAt: job.enqueuedAt, logger: logger)
+    }
+
+    @inline(never)
+    private func finish(_ job: ReservedJob, result: Result<String?, any Error>, began: ContinuousClock.Instant) {
+        guard let spec = queue.catalog[job.kind] else { preconditionFailure("start(_:) runs only jobs of the catalog's kinds") }
         let outcome: JobOutcome
         var logLevel = Logger.Level.info
         var message = "job succeeded"
         var errorText: String?
-        do {
-            let result = try await handler(job.payload, context)
+        switch result {
+        case .success(let result):
             outcome = .succeeded(job, result: result, retention: spec.retention.succeeded)
-        } catch {
+        case .failure(let error):
             switch inFlight.cancellation(of: job) {
             case .shutdown:
                 outcome = .requeue(job)

@@ -127,28 +127,43 @@ public final class RedisClient: Sendable {
     public func run(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability? = nil) async throws
         -> RedisValue
     {
-        let count = String(keys.count)
-        if try await !isStandalone {
-            let topology = try await topology
-            let sha = try await sha(of: script, on: topology.pool(for: topology.anyMaster()).pick(), reload: false)
-            var reply = try await send([["EVALSHA", sha, count] + keys + arguments], through: topology, durability: durability)[0]
-            if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-                reply = try await send([["EVAL", script.source, count] + keys + arguments], through: topology, durability: durability)[0]
-            }
-            if case .error(let message) = reply { throw RedisError(.server, "\(script.name): \(message)") }
-            return reply
-        }
+        if try await !isStandalone { return try await runClustered(script, keys: keys, arguments: arguments, durability: durability) }
         let thread = seed.pick()
         for attempt in 0..<2 {
             let sha = try await sha(of: script, on: thread, reload: attempt > 0)
-            let reply = try await thread.submit([["EVALSHA", sha, count] + keys + arguments], durability: durability)[0]
-            if case .error(let message) = reply {
-                if message.hasPrefix("NOSCRIPT") { continue }
-                throw RedisError(.server, "\(script.name): \(message)")
-            }
-            return reply
+            let reply = try await thread.submit([Self.evalsha(sha, keys, arguments)], durability: durability)[0]
+            if try !Self.noScript(reply, script) { return reply }
         }
         throw RedisError(.server, "\(script.name): the server keeps answering NOSCRIPT")
+    }
+
+    // `run`'s synchronous parts are functions of their own: a job waiting on a script keeps `run`'s async frame.
+
+    @inline(never)
+    private static func evalsha(_ sha: String, _ keys: [String], _ arguments: [String]) -> [String] {
+        ["EVALSHA", sha, String(keys.count)] + keys + arguments
+    }
+
+    /// True when the server lacks the script; throws its other error replies.
+    @inline(never)
+    private static func noScript(_ reply: RedisValue, _ script: RedisScript) throws -> Bool {
+        guard case .error(let message) = reply else { return false }
+        if message.hasPrefix("NOSCRIPT") { return true }
+        throw RedisError(.server, "\(script.name): \(message)")
+    }
+
+    private func runClustered(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability?) async throws
+        -> RedisValue
+    {
+        let count = String(keys.count)
+        let topology = try await topology
+        let sha = try await sha(of: script, on: topology.pool(for: topology.anyMaster()).pick(), reload: false)
+        var reply = try await send([["EVALSHA", sha, count] + keys + arguments], through: topology, durability: durability)[0]
+        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
+            reply = try await send([["EVAL", script.source, count] + keys + arguments], through: topology, durability: durability)[0]
+        }
+        if case .error(let message) = reply { throw RedisError(.server, "\(script.name): \(message)") }
+        return reply
     }
 
     private func sha(of script: RedisScript, on thread: ConnectionThread, reload: Bool) async throws -> String {

@@ -9,8 +9,15 @@ import Queue
 /// timeout, 408, 429 and 5xx are retried (after `Retry-After` when the provider says); other 4xx, and a model that
 /// cannot take images (llama-server answers that with a 500), are permanent; an answer that is not the JSON asked
 /// for is retried (a model may do better on another try).
-struct AIClient: Sendable {
+///
+/// A class, made once per job kind: each held call's async frame keeps the client it was called on, and as a
+/// struct that was a 352-byte copy of the services per call.
+final class AIClient: Sendable {
     let services: WorkerServices
+
+    init(services: WorkerServices) {
+        self.services = services
+    }
 
     struct Message: Sendable {
         var role: String
@@ -27,7 +34,9 @@ struct AIClient: Sendable {
         let http: HTTPRequest
     }
 
-    /// Builds the request (synchronously: nothing here outlives it but the body).
+    /// Builds the request (synchronously: nothing here outlives it but the body). Not inlined into the async caller,
+    /// whose frame would keep its temporaries while the model thinks (see ``complete(_:_:)``).
+    @inline(never)
     func request(kind: String, messages: [Message], schemaName: String, schema: JSONValue) throws -> Request {
         guard let base = services.settings.aiBaseURL else {
             throw JobFailure.permanent("AI_BASE_URL is not configured: no AI model to ask")
@@ -50,37 +59,45 @@ struct AIClient: Sendable {
                 provider: "ai"))
     }
 
-    /// The model's JSON answer, decoded as `T`.
-    func complete<T: Decodable>(
-        _ type: T.Type, kind: String, messages: [Message], schemaName: String, schema: JSONValue
-    ) async throws -> T {
-        try await complete(type, try request(kind: kind, messages: messages, schemaName: schemaName, schema: schema))
-    }
-
     /// The model's JSON answer to `request`, decoded as `T`.
+    ///
+    /// Thousands of these wait at once, each keeping its async frame (and its callers') for as long as the model
+    /// thinks, and a frame holds the temporaries of the function's synchronous code as well as what lives across its
+    /// awaits: written inline, the checks and the decoding below made this frame 1,424 bytes, and the wrapper that
+    /// built the request another 1,376. So the work around the two awaits is in functions the compiler does not
+    /// inline, and this frame keeps little more than the request.
     func complete<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
-        let kind = request.kind
         // One bucket per provider, shared by every worker process: 50 workers stay within the provider's limit.
-        try await services.acquire(forKind: kind)
+        try await services.acquire(forKind: request.kind)
         let response: HTTPResponse
         do {
-            response = try await services.http.send(request.http, totalTimeout: requestTimeout(forKind: kind))
+            response = try await services.http.send(request.http, totalTimeout: requestTimeout(forKind: request.kind))
         } catch {
-            if error.outcome == .permanent { throw JobFailure.permanent("AI request refused: \(error)") }
-            throw JobFailure.retryable("AI request failed: \(error)")
+            throw Self.failure(error)
         }
-        if response.outcome != .success, Self.refusesImages(response) {
+        return try Self.answer(type, from: response)
+    }
+
+    @inline(never)
+    private static func failure(_ error: HTTPClientError) -> JobFailure {
+        if error.outcome == .permanent { return JobFailure.permanent("AI request refused: \(error)") }
+        return JobFailure.retryable("AI request failed: \(error)")
+    }
+
+    /// The answer in `response`, or why there is none (classified for the queue).
+    @inline(never)
+    private static func answer<T: Decodable>(_ type: T.Type, from response: HTTPResponse) throws -> T {
+        if response.outcome != .success, refusesImages(response) {
             throw JobFailure.permanent(
-                "the AI model cannot take images (AI_MODEL must be a vision model): \(response.status) \(Self.errorMessage(response))")
+                "the AI model cannot take images (AI_MODEL must be a vision model): \(response.status) \(errorMessage(response))")
         }
         switch response.outcome {
         case .success:
             break
         case .retryable:
-            throw JobFailure.retryable(
-                "AI provider answered \(response.status): \(Self.errorMessage(response))", after: response.retryAfter())
+            throw JobFailure.retryable("AI provider answered \(response.status): \(errorMessage(response))", after: response.retryAfter())
         case .permanent:
-            throw JobFailure.permanent("AI provider refused with \(response.status): \(Self.errorMessage(response))")
+            throw JobFailure.permanent("AI provider refused with \(response.status): \(errorMessage(response))")
         }
         guard let completion = try? JSONDecoder().decode(Completion.self, from: Data(response.body)),
             let choice = completion.choices.first, let content = choice.message.content
@@ -96,6 +113,7 @@ struct AIClient: Sendable {
     /// The whole request, connection to last byte, ends before the kind's timeout (`jobs/<kind>.yml`: 5 s before it,
     /// or a quarter of it when that is shorter), so a slow model fails the attempt with a clear timeout and the
     /// handler still has time to record it; libcurl's fixed 30 s used to end chats (45 s timeout) early.
+    @inline(never)
     func requestTimeout(forKind kind: String) -> Duration {
         let jobTimeout = services.catalog[kind]?.timeout ?? .seconds(30)
         return jobTimeout - min(.seconds(5), jobTimeout / 4)

@@ -53,39 +53,54 @@ package struct AnalysisJob: JobKind {
         """
 
     let services: WorkerServices
+    let ai: AIClient
 
     package init(services: WorkerServices) {
         self.services = services
+        self.ai = AIClient(services: services)
     }
 
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
-        try await refundingIfItDies(
-            context, refund: { _ = try await ScanReservations(services.database).refund(photoID: parameters.photoId) },
-            { try await analyse(parameters, context: context) })
+        do {
+            return try await analyse(parameters, context: context)
+        } catch {
+            throw try await refundingIfItDies(error, context) {
+                _ = try await ScanReservations(services.database).refund(photoID: parameters.photoId)
+            }
+        }
     }
 
+    /// The async steps only, like ``ChatJob``'s: this frame is kept while the model thinks.
     private func analyse(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
-        let ai = AIClient(services: services)
-        let request: AIClient.Request
-        do {
-            // The data URL lives only in this block: while the model thinks, the request's body is its one copy.
-            guard let dataURL = try await MealPhotos(services.database).dataURL(id: parameters.photoId, userID: parameters.userId)
-            else {
-                throw JobFailure.permanent("photo \(parameters.photoId) of user \(parameters.userId) does not exist (deleted?)")
-            }
-            request = try ai.request(
-                kind: Self.name,
-                messages: [
-                    .init(role: "system", text: Self.instructions),
-                    .init(role: "user", text: "How many carbs are in this meal?", imageDataURL: dataURL),
-                ],
-                schemaName: "carb_estimate", schema: Self.schema)
-        }
-        let estimate = try await ai.complete(Estimate.self, request)
-        let meal = try Self.validate(estimate)
+        let meal = try Self.validate(await ai.complete(Estimate.self, request(parameters, ai)))
         let mealID = try await Meals(services.database).insertOnceCharging(
             userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
-        return .init(
+        return Self.result(mealID, meal)
+    }
+
+    /// The request with the stored photo. The data URL lives only here: while the model thinks, the request's body is
+    /// its one copy.
+    private func request(_ parameters: Parameters, _ ai: AIClient) async throws -> AIClient.Request {
+        guard let dataURL = try await MealPhotos(services.database).dataURL(id: parameters.photoId, userID: parameters.userId) else {
+            throw JobFailure.permanent("photo \(parameters.photoId) of user \(parameters.userId) does not exist (deleted?)")
+        }
+        return try Self.request(dataURL, ai)
+    }
+
+    @inline(never)
+    static func request(_ dataURL: String, _ ai: AIClient) throws -> AIClient.Request {
+        try ai.request(
+            kind: name,
+            messages: [
+                .init(role: "system", text: instructions),
+                .init(role: "user", text: "How many carbs are in this meal?", imageDataURL: dataURL),
+            ],
+            schemaName: "carb_estimate", schema: schema)
+    }
+
+    @inline(never)
+    static func result(_ mealID: Int64, _ meal: AnalyzedMeal) -> Contract.Result {
+        .init(
             mealId: mealID,
             analysis: .init(
                 carbEstimate: meal.carbEstimate, confidenceLow: meal.confidenceLow, confidenceHigh: meal.confidenceHigh,
@@ -94,6 +109,7 @@ package struct AnalysisJob: JobKind {
 
     /// An estimate the app can show: carbs 0–1000 g, low ≤ estimate ≤ high, confidence 0–1, a name. Anything else is
     /// an unusable answer (retried: the model may do better; dead with the reason after the last attempt).
+    @inline(never)
     static func validate(_ estimate: Estimate) throws -> AnalyzedMeal {
         let name = estimate.compositeItemName.trimmingCharacters(in: .whitespacesAndNewlines)
         var problems: [String] = []

@@ -34,34 +34,58 @@ package struct ChatJob: JobKind {
         """
 
     let services: WorkerServices
+    let ai: AIClient
 
     package init(services: WorkerServices) {
         self.services = services
+        self.ai = AIClient(services: services)
     }
 
     /// The chat reserved when the message was accepted is charged with the stored answer, and refunded (once) when
     /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
-        try await refundingIfItDies(
-            context, refund: { _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId) },
-            { try await answer(parameters, context: context) })
+        do {
+            return try await answer(parameters, context: context)
+        } catch {
+            throw try await refundingIfItDies(error, context) {
+                _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId)
+            }
+        }
     }
 
+    /// The async steps only: the request is built and the answer tidied in functions of their own, so this frame,
+    /// kept while the model thinks, holds little (see ``AIClient/complete(_:_:)``).
     private func answer(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
-        let answer = try await AIClient(services: services).complete(
-            Answer.self, kind: Self.name,
-            messages: [.init(role: "system", text: Self.instructions), .init(role: "user", text: parameters.message)],
-            schemaName: "chat_answer", schema: Self.schema)
-        let response = answer.response.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !response.isEmpty else { throw JobFailure.retryable("unusable AI answer: an empty response") }
-        let type = Self.messageTypes.contains(answer.messageType) ? answer.messageType : "general"
-        let followUps = answer.followUpQuestions.map { String($0.prefix(300)) }.filter { !$0.isEmpty }.prefix(3)
-        let text = String(response.prefix(8000))
+        let reply = try Self.tidy(await ai.complete(Answer.self, Self.request(parameters.message, ai)))
         let stored = try await ChatMessages(services.database).insertOnceCharging(
             userID: parameters.userId, jobID: context.id.rawValue, messageID: parameters.messageId, message: parameters.message,
-            response: text, messageType: type, followUps: Array(followUps))
-        return .init(
-            messageId: stored.id, response: text, messageType: type, followUpQuestions: Array(followUps), usage: Self.usage(stored))
+            response: reply.response, messageType: reply.messageType, followUps: reply.followUpQuestions)
+        return Self.result(reply, stored)
+    }
+
+    @inline(never)
+    static func request(_ message: String, _ ai: AIClient) throws -> AIClient.Request {
+        try ai.request(
+            kind: name, messages: [.init(role: "system", text: instructions), .init(role: "user", text: message)],
+            schemaName: "chat_answer", schema: schema)
+    }
+
+    /// The answer as stored: trimmed, at most 8,000 characters, a known `messageType` (else `general`), at most three
+    /// follow-ups of at most 300 characters. An empty answer is unusable (retried).
+    @inline(never)
+    static func tidy(_ answer: Answer) throws -> Answer {
+        let response = answer.response.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !response.isEmpty else { throw JobFailure.retryable("unusable AI answer: an empty response") }
+        let type = messageTypes.contains(answer.messageType) ? answer.messageType : "general"
+        let followUps = answer.followUpQuestions.map { String($0.prefix(300)) }.filter { !$0.isEmpty }.prefix(3)
+        return Answer(response: String(response.prefix(8000)), messageType: type, followUpQuestions: Array(followUps))
+    }
+
+    @inline(never)
+    static func result(_ reply: Answer, _ stored: StoredChatAnswer) -> Contract.Result {
+        .init(
+            messageId: stored.id, response: reply.response, messageType: reply.messageType,
+            followUpQuestions: reply.followUpQuestions, usage: usage(stored))
     }
 
     /// Seed 001's `usage` of a chat answer, as of this answer, so the async result (`jobs/{id}`) has the same shape

@@ -32,24 +32,40 @@ package struct RateLimiter: Sendable {
         precondition(perSecond > 0 && burst >= 1, "a rate limit needs a positive rate and a burst of at least 1")
         while true {
             try Task.checkCancellation()
-            let reply = try await redis.run(
-                Self.script, keys: [key(name)], arguments: [String(perSecond), String(burst)])
-            guard let waitMicros = reply.int else {
-                throw RedisError(.protocolError, "rate limit script answered \(reply)")
-            }
-            if waitMicros <= 0 { return }
-            observer?.rateLimitWaited(provider: name)
-            // A little jitter, so the workers that all learnt the same refill time do not all ask at once.
-            let jitter = Int.random(in: 0...max(1, waitMicros / 10))
-            try await Task.sleep(for: .microseconds(waitMicros + jitter))
+            let reply = try await redis.run(Self.script, keys: [key(name)], arguments: Self.arguments(perSecond, burst))
+            guard let wait = try pause(after: reply, name: name) else { return }
+            try await Task.sleep(for: wait)
         }
+    }
+
+    // The synchronous parts, out of `acquire`'s async frame (kept while a job waits: see `AIClient.complete`).
+
+    @inline(never)
+    private static func arguments(_ perSecond: Double, _ burst: Int) -> [String] { [String(perSecond), String(burst)] }
+
+    /// Nil when the script granted a token, else how long to wait before asking again.
+    @inline(never)
+    private func pause(after reply: RedisValue, name: String) throws -> Duration? {
+        guard let waitMicros = reply.int else {
+            throw RedisError(.protocolError, "rate limit script answered \(reply)")
+        }
+        if waitMicros <= 0 { return nil }
+        observer?.rateLimitWaited(provider: name)
+        // A little jitter, so the workers that all learnt the same refill time do not all ask at once.
+        let jitter = Int.random(in: 0...max(1, waitMicros / 10))
+        return .microseconds(waitMicros + jitter)
     }
 
     /// Waits for a token of the kind's bucket (`rate_limit:` in its job file); returns at once for a kind without one.
     package func acquire(forKind kind: String, catalog: JobCatalog) async throws {
-        guard let limit = catalog[kind]?.rateLimit else { return }
+        guard let limit = Self.limit(forKind: kind, catalog) else { return }
         try await acquire(name: limit.name, perSecond: limit.perSecond, burst: limit.burst)
     }
+
+    /// The kind's limit, looked up outside the async callers: their frames, kept while the job waits on the provider,
+    /// would otherwise hold a copy of the kind's whole spec (see ``AIClient/complete(_:_:)``).
+    @inline(never)
+    static func limit(forKind kind: String, _ catalog: JobCatalog) -> RateLimit? { catalog[kind]?.rateLimit }
 
     /// KEYS[1] the bucket (hash: `tokens`, `ts` in µs of the server clock); ARGV rate per second, burst.
     /// Returns 0 when a token was taken, else the µs until one will be there. The key expires once a full
@@ -90,6 +106,7 @@ extension WorkerServices {
     /// Waits for a token of the kind's provider bucket (`rate_limit:` in `jobs/<kind>.yml`); returns at once when
     /// the kind has none. Call it right before each outbound request.
     package func acquire(forKind kind: String) async throws {
-        try await rateLimiter.acquire(forKind: kind, catalog: catalog)
+        guard let limit = RateLimiter.limit(forKind: kind, catalog) else { return }
+        try await rateLimiter.acquire(name: limit.name, perSecond: limit.perSecond, burst: limit.burst)
     }
 }
