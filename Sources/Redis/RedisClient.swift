@@ -155,14 +155,14 @@ public final class RedisClient: Sendable {
     private func runClustered(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability?) async throws
         -> RedisValue
     {
-        let count = String(keys.count)
         let topology = try await topology
         let sha = try await sha(of: script, on: topology.pool(for: topology.anyMaster()).pick(), reload: false)
-        var reply = try await send([["EVALSHA", sha, count] + keys + arguments], through: topology, durability: durability)[0]
-        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-            reply = try await send([["EVAL", script.source, count] + keys + arguments], through: topology, durability: durability)[0]
+        var reply = try await send([Self.evalsha(sha, keys, arguments)], through: topology, durability: durability)[0]
+        if try Self.noScript(reply, script) {
+            let eval = ["EVAL", script.source, String(keys.count)] + keys + arguments
+            reply = try await send([eval], through: topology, durability: durability)[0]
+            if case .error(let message) = reply { throw RedisError(.server, "\(script.name): \(message)") }
         }
-        if case .error(let message) = reply { throw RedisError(.server, "\(script.name): \(message)") }
         return reply
     }
 
