@@ -89,31 +89,69 @@ extension RedisError: DependencyOutage {}
 /// Handlers by kind name. Decoding the payload is part of the handler: a payload that does not decode is a
 /// permanent failure (dead at once, never a retry loop).
 public struct JobRegistry: Sendable {
-    public typealias Handler = @Sendable (_ payload: String, _ context: JobContext) async throws -> String?
-    private(set) var handlers: [String: Handler] = [:]
+    /// One kind's handler: the payload as enqueued in, the result's JSON (or nil) out.
+    ///
+    /// A struct rather than the bare closure: a closure stored in a dictionary is kept at the dictionary's generic
+    /// abstraction, and calling one taken out of it goes through a reabstraction thunk whose async frame (176 bytes)
+    /// every running job kept for as long as it ran.
+    public struct Handler: Sendable {
+        @usableFromInline let run: @Sendable (_ payload: String, _ context: JobContext) async throws -> String?
+
+        @usableFromInline init(_ run: @escaping @Sendable (_ payload: String, _ context: JobContext) async throws -> String?) {
+            self.run = run
+        }
+
+        @inlinable
+        public func callAsFunction(_ payload: String, _ context: JobContext) async throws -> String? {
+            try await run(payload, context)
+        }
+    }
+
+    private var handlers: [String: Handler] = [:]
     /// The kinds whose jobs hold a Postgres connection while they run (``JobKind/holdsDatabaseConnection``).
     public private(set) var databaseBoundKinds: Set<String> = []
 
     public init() {}
 
+    /// Inlinable so that the handler is compiled for the concrete kind where the kinds are registered: as generic
+    /// code its parameters and result were allocated at run time beside its frame and it reached the kind through
+    /// its witness thunk, some 500 bytes more that every job running the kind kept (an AI call holds them for seconds).
+    @inlinable
     public mutating func register<Kind: JobKind>(_ kind: Kind) {
-        if Kind.holdsDatabaseConnection { databaseBoundKinds.insert(Kind.name) }
-        handlers[Kind.name] = { payload, context in
-            let parameters: Kind.Parameters
-            do {
-                parameters = try JSONValueDecoder().decode(Kind.Parameters.self, fromJSON: payload)
-            } catch {
-                throw JobFailure.permanent("undecodable payload for \(Kind.name): \(Self.describe(error))")
-            }
+        add(Kind.name, holdsDatabaseConnection: Kind.holdsDatabaseConnection) { payload, context in
+            let parameters = try Self.decode(Kind.Parameters.self, payload, kind: Kind.name)
             guard let result = try await kind.run(parameters, context: context) else { return nil }
-            return try JSONValueEncoder().encode(result).jsonString
+            return try Self.encode(result)
         }
+    }
+
+    @usableFromInline
+    mutating func add(
+        _ name: String, holdsDatabaseConnection: Bool, _ run: @escaping @Sendable (String, JobContext) async throws -> String?
+    ) {
+        if holdsDatabaseConnection { databaseBoundKinds.insert(name) }
+        handlers[name] = Handler(run)
+    }
+
+    /// Out of line, so that the decoder's temporaries are not part of the handler's frame.
+    @usableFromInline @inline(never)
+    static func decode<Parameters: Decodable>(_ type: Parameters.Type, _ payload: String, kind: String) throws -> Parameters {
+        do {
+            return try JSONValueDecoder().decode(type, fromJSON: payload)
+        } catch {
+            throw JobFailure.permanent("undecodable payload for \(kind): \(describe(error))")
+        }
+    }
+
+    @usableFromInline @inline(never)
+    static func encode<Result: Encodable>(_ result: Result) throws -> String {
+        try JSONValueEncoder().encode(result).jsonString
     }
 
     public func handler(for kind: String) -> Handler? { handlers[kind] }
     public var kinds: [String] { handlers.keys.sorted() }
 
-    private static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "\(error)" }
         switch error {
         case .typeMismatch(_, let c), .valueNotFound(_, let c), .dataCorrupted(let c):
