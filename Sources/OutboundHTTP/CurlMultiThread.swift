@@ -4,16 +4,36 @@ import Foundation
 import Logging
 import Synchronization
 
-/// A request handed to the client thread, not yet attached to an easy handle.
-struct PendingRequest: Sendable {
-    var id: UInt64
-    var request: HTTPRequest
-    var host: String
+/// A request on its way: made before the caller waits and immutable, so that the caller's async frames, kept while
+/// it waits (thousands of AI calls at once), hold one reference to it rather than copies of its parts.
+final class OutboundCall: Sendable {
+    let id: UInt64
+    let request: HTTPRequest
+    let host: String
     /// An `https` URL: the only kind that may be carried over HTTP/2.
-    var tls: Bool
-    var connectTimeout: Duration?
-    var totalTimeout: Duration?
-    var continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>
+    let tls: Bool
+    let connectTimeout: Duration?
+    let totalTimeout: Duration?
+    let started = ContinuousClock.now
+
+    init(id: UInt64, request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?) {
+        self.id = id
+        self.request = request
+        self.host = host
+        self.tls = tls
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
+    }
+}
+
+/// A call handed to the client thread, not yet attached to an easy handle.
+struct PendingRequest: Sendable {
+    let call: OutboundCall
+    let continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>
+
+    var id: UInt64 { call.id }
+    var request: HTTPRequest { call.request }
+    var host: String { call.host }
 }
 
 /// libcurl's process-wide set-up, run once before the first handle is made (a lazy global is initialised once,
@@ -70,35 +90,43 @@ final class CurlMultiThread: Sendable {
         thread.start()
     }
 
-    func submit(
-        _ request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?
-    ) async -> Result<HTTPResponse, HTTPClientError> {
+    /// A call to submit, with an id of its own.
+    func call(_ request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?) -> OutboundCall {
         let id = state.withLock { state in
             state.lastID += 1
             return state.lastID
         }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let pending = PendingRequest(
-                    id: id, request: request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout,
-                    continuation: continuation)
-                // Checked under the lock the cancellation handler takes: a cancellation either sees this request queued or
-                // happened before, and then `Task.isCancelled` is already true here.
-                let refusal: HTTPClientError? = state.withLock { state in
-                    if state.closed { return HTTPClientError(.shutdown, request.method, host, Self.shutDown) }
-                    if Task.isCancelled { return HTTPClientError(.cancelled, request.method, host, Self.cancelled) }
-                    state.added.append(pending)
-                    events.wake()
-                    return nil
-                }
-                if let refusal { continuation.resume(returning: .failure(refusal)) }
-            }
+        return OutboundCall(id: id, request: request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+    }
+
+    /// Waits for the call's response. The closures capture the call and the thread only: their frames are kept for
+    /// as long as the call waits.
+    func submit(_ call: OutboundCall) async -> Result<HTTPResponse, HTTPClientError> {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in self.enqueue(PendingRequest(call: call, continuation: continuation)) }
         } onCancel: {
-            state.withLock { state in
-                guard !state.closed else { return }
-                state.cancelled.append(id)
-                events.wake()
-            }
+            self.cancel(call.id)
+        }
+    }
+
+    private func enqueue(_ pending: PendingRequest) {
+        // Checked under the lock the cancellation handler takes: a cancellation either sees this request queued or
+        // happened before, and then `Task.isCancelled` is already true here.
+        let refusal: HTTPClientError? = state.withLock { state in
+            if state.closed { return HTTPClientError(.shutdown, pending.request.method, pending.host, Self.shutDown) }
+            if Task.isCancelled { return HTTPClientError(.cancelled, pending.request.method, pending.host, Self.cancelled) }
+            state.added.append(pending)
+            events.wake()
+            return nil
+        }
+        if let refusal { pending.continuation.resume(returning: .failure(refusal)) }
+    }
+
+    private func cancel(_ id: UInt64) {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.cancelled.append(id)
+            events.wake()
         }
     }
 

@@ -36,23 +36,37 @@ package final class HTTPClient: Sendable {
     package func send(
         _ request: HTTPRequest, connectTimeout: Duration? = nil, totalTimeout: Duration? = nil
     ) async throws(HTTPClientError) -> HTTPResponse {
-        guard let observer else {
-            let (host, tls) = try Self.target(of: request)
-            return try await thread.submit(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout).get()
-        }
-        let start = ContinuousClock.now
+        // The synchronous work before and after the wait is in functions of their own: this frame is kept while the
+        // call waits (thousands of AI calls at once), and holds the call's reference only.
+        let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+        return try finish(call, await thread.submit(call))
+    }
+
+    /// The call to submit. A URL that cannot be sent fails here, and is reported like any other failure.
+    @inline(never)
+    private func call(_ request: HTTPRequest, connectTimeout: Duration?, totalTimeout: Duration?) throws(HTTPClientError) -> OutboundCall {
         do {
             let (host, tls) = try Self.target(of: request)
-            let response = try await thread.submit(
-                request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout
-            )
-            .get()
-            observer.requestFinished(provider: request.provider, status: response.status, error: nil, duration: .now - start)
-            return response
+            return thread.call(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
         } catch {
-            observer.requestFinished(provider: request.provider, status: nil, error: error.code, duration: .now - start)
+            observer?.requestFinished(provider: request.provider, status: nil, error: error.code, duration: .zero)
             throw error
         }
+    }
+
+    /// Tells the observer how the call ended, then returns its response or throws its error.
+    @inline(never)
+    private func finish(_ call: OutboundCall, _ result: Result<HTTPResponse, HTTPClientError>) throws(HTTPClientError) -> HTTPResponse {
+        if let observer {
+            let duration = ContinuousClock.now - call.started
+            switch result {
+            case .success(let response):
+                observer.requestFinished(provider: call.request.provider, status: response.status, error: nil, duration: duration)
+            case .failure(let error):
+                observer.requestFinished(provider: call.request.provider, status: nil, error: error.code, duration: duration)
+            }
+        }
+        return try result.get()
     }
 
     /// Fails in-flight and queued requests with ``HTTPClientError/Code/shutdown``, refuses new ones, and stops the

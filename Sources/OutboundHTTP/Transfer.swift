@@ -38,7 +38,7 @@ final class Transfer {
         self.continuation = pending.continuation
         self.easy = easy
         self.maxResponseBytes = options.maxResponseBytes
-        self.deadline = started + (pending.totalTimeout ?? options.totalTimeout)
+        self.deadline = started + (pending.call.totalTimeout ?? options.totalTimeout)
         errorBuffer.initialize(to: 0)
         do {
             try configure(pending, options: options)
@@ -62,7 +62,7 @@ final class Transfer {
         // HTTP/2 stream) instead of opening one more. HTTPS only: ALPN settles the question at the handshake, but a
         // cleartext host stays "unknown" to libcurl until its first response arrives, and every other request to it
         // would wait that long.
-        if pending.tls { try set(CURLOPT_PIPEWAIT, 1) }
+        if pending.call.tls { try set(CURLOPT_PIPEWAIT, 1) }
         try set(CURLOPT_FOLLOWLOCATION, 0)
         // libcurl gives a transfer that sends its body over HTTP/2 (or one over 64 KiB) a 64 KiB upload buffer, held
         // until the transfer ends; 16 KiB is its smallest. 10,000 POSTs of 1 KiB held over HTTP/2: 28.4 → 24.3 KB of
@@ -78,8 +78,8 @@ final class Transfer {
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)
         if let caBundlePath = options.caBundlePath { try set(CURLOPT_CAINFO, string: caBundlePath) }
-        try set(CURLOPT_CONNECTTIMEOUT_MS, (pending.connectTimeout ?? options.connectTimeout).curlMilliseconds)
-        try set(CURLOPT_TIMEOUT_MS, (pending.totalTimeout ?? options.totalTimeout).curlMilliseconds)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, (pending.call.connectTimeout ?? options.connectTimeout).curlMilliseconds)
+        try set(CURLOPT_TIMEOUT_MS, (pending.call.totalTimeout ?? options.totalTimeout).curlMilliseconds)
 
         switch request.method {
         case .get: try set(CURLOPT_HTTPGET, 1)

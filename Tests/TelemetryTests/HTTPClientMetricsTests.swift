@@ -35,15 +35,19 @@ import Workers
         await #expect(throws: HTTPClientError.self) {
             try await client.send(OutboundHTTP.HTTPRequest(url: "http://127.0.0.1:\(refused)/x", provider: "ai"))
         }
+        // A URL the client refuses before sending is a failed call too.
+        await #expect(throws: HTTPClientError.self) {
+            try await client.send(OutboundHTTP.HTTPRequest(url: "ftp://127.0.0.1/x", provider: "ai"))
+        }
         _ = try await client.send(OutboundHTTP.HTTPRequest(url: server.url + "/ok"))
         let scrape = Scrape(text: try await telemetry.scrape())
-        let counts = ["2xx": 2, "3xx": 1, "4xx": 1, "5xx": 1, "timeout": 1, "error": 1]
+        let counts = ["2xx": 2, "3xx": 1, "4xx": 1, "5xx": 1, "timeout": 1, "error": 2]
         for (outcome, count) in counts {
             #expect(
                 scrape.value("carbscan_http_client_requests_total", [("provider", "ai"), ("outcome", outcome)]) == Double(count),
                 "\(outcome): \(scrape.text)")
         }
-        #expect(scrape.value("carbscan_http_client_request_duration_seconds_count", [("provider", "ai")]) == 7)
+        #expect(scrape.value("carbscan_http_client_request_duration_seconds_count", [("provider", "ai")]) == 8)
         let slowest = try #require(scrape.value("carbscan_http_client_request_duration_seconds_sum", [("provider", "ai")]))
         #expect(slowest >= 0.2)
         // A call that names no provider counts as `other`; the URL never becomes a label.
