@@ -40,16 +40,23 @@ struct PendingRequest: Sendable {
 /// thread-safely).
 private let curlGlobalInit: Bool = carbscan_curl_global_init_default() == CURLE_OK
 
-/// A libcurl multi handle shared between the owner thread and the tasks that wake it.
-// @unchecked Sendable: only the owner thread calls libcurl with it, the cleanup included.
-private struct MultiHandle: @unchecked Sendable {
-    let pointer: UnsafeMutableRawPointer
+/// The libcurl multi handles shared between the owner thread and the tasks that wake it.
+// @unchecked Sendable: only the owner thread calls libcurl with them, the cleanup included.
+private struct MultiHandles: @unchecked Sendable {
+    let pointers: [UnsafeMutableRawPointer]
 }
 
-/// One libcurl multi handle driven by one dedicated OS thread, so transfers never block Swift's cooperative pool.
+/// libcurl multi handles driven by one dedicated OS thread, so transfers never block Swift's cooperative pool.
 /// The thread runs libcurl's multi socket API over an epoll set (`SocketEvents`). Callers queue requests and
 /// cancellations under a mutex and wake the thread through the set; every easy handle is created, driven and freed
 /// on the thread.
+///
+/// More than one multi handle when the per-host limit allows thousands of connections: libcurl 7.88 walks every
+/// connection of a multi handle's cache when a transfer looks for one to reuse (all of the host's), when a transfer
+/// is removed (all of them, for connect-only ones to close) and, once fewer transfers remain than a quarter of the
+/// cached connections, for the oldest idle one. With 10,000 HTTP/1.1 calls held to one model those walks were 23% of
+/// a worker's CPU (ops/bench/results/slow-provider-2026-11-26-caches.md). Each multi handle has a cache of its own;
+/// a transfer goes to the one with the fewest transfers.
 final class CurlMultiThread: Sendable {
     private struct State {
         var lastID: UInt64 = 0
@@ -64,25 +71,44 @@ final class CurlMultiThread: Sendable {
     private static let queuedTooLong = "the total timeout passed while waiting for a connection"
     private static let overdueMargin = Duration.milliseconds(20)
 
+    /// Connections a multi handle's cache is sized for before the client adds another multi handle.
+    static let connectionsPerCache = 512
+    /// The most multi handles one client drives.
+    static let maxCaches = 16
+
     private let state = Mutex(State())
-    private let multi: MultiHandle
+    private let multis: MultiHandles
     private let events = SocketEvents()
     private let options: HTTPClientOptions
     private let logger: Logger
 
+    /// How many multi handles (connection caches) a client with these options drives: one per
+    /// ``connectionsPerCache`` connections its per-host limit allows (no limit: the most), at least one.
+    static func cacheCount(_ options: HTTPClientOptions) -> Int {
+        guard options.maxConnectionsPerHost > 0 else { return maxCaches }
+        return min(maxCaches, max(1, options.maxConnectionsPerHost / connectionsPerCache))
+    }
+
     init(name: String, options: HTTPClientOptions, logger: Logger) {
         precondition(curlGlobalInit, "curl_global_init failed")
-        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
-        // HTTP/2 requests to one host share a connection as concurrent streams (PIPEWAIT on each transfer makes a
-        // new one wait for a connection being set up rather than open its own). CURLMOPT_MAXCONNECTS stays at
-        // libcurl's default, 4 × the transfers added: the cache counts busy connections too, so a fixed size below
-        // the connections in use would close each HTTP/1.1 connection as its transfer ends, a new TCP (and TLS)
-        // handshake per request under load.
-        _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, options.maxConnectionsPerHost)
-        _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, options.maxStreamsPerConnection)
-        events.install(on: multi)
-        self.multi = MultiHandle(pointer: multi)
+        let count = Self.cacheCount(options)
+        // The per-host limit is shared out: together the caches open at most count - 1 more than it allows.
+        let perCache = options.maxConnectionsPerHost == 0 ? 0 : (options.maxConnectionsPerHost + count - 1) / count
+        var pointers: [UnsafeMutableRawPointer] = []
+        for _ in 0..<count {
+            guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
+            // HTTP/2 requests to one host share a connection as concurrent streams (PIPEWAIT on each transfer makes
+            // a new one wait for a connection being set up rather than open its own). CURLMOPT_MAXCONNECTS stays at
+            // libcurl's default, 4 × the transfers added: the cache counts busy connections too, so a fixed size
+            // below the connections in use would close each HTTP/1.1 connection as its transfer ends, a new TCP
+            // (and TLS) handshake per request under load.
+            _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+            _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perCache)
+            _ = carbscan_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, options.maxStreamsPerConnection)
+            precondition(events.install(on: multi) == pointers.count, "multi handles are installed in order")
+            pointers.append(multi)
+        }
+        self.multis = MultiHandles(pointers: pointers)
         self.options = options
         self.logger = logger
         let thread = Thread { [self] in self.run() }
@@ -143,6 +169,8 @@ final class CurlMultiThread: Sendable {
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
         var handles: [UInt64: UnsafeMutableRawPointer] = [:]
         var nextOverdueCheck = ContinuousClock.now + .seconds(10)
+        /// Transfers by multi handle: a new one goes where there are fewest.
+        var load = [Int](repeating: 0, count: multis.pointers.count)
         while true {
             let (added, cancelled, closed) = state.withLock { state in
                 defer {
@@ -170,14 +198,16 @@ final class CurlMultiThread: Sendable {
                     continue
                 }
                 do {
-                    let transfer = try Transfer(pending, options: options)
-                    let code = curl_multi_add_handle(multi.pointer, transfer.easy)
+                    let multi = load.indices.min { load[$0] < load[$1] } ?? 0
+                    let transfer = try Transfer(pending, multi: multi, options: options)
+                    let code = curl_multi_add_handle(multis.pointers[multi], transfer.easy)
                     guard code == CURLM_OK else {
                         let detail = String(cString: curl_multi_strerror(code))
                         transfer.resume(with: .failure(HTTPClientError(.transport, transfer.method, transfer.host, detail)))
                         transfer.close()
                         continue
                     }
+                    load[multi] += 1
                     transfers[transfer.easy] = transfer
                     handles[transfer.id] = transfer.easy
                     nextOverdueCheck = min(nextOverdueCheck, transfer.deadline + Self.overdueMargin)
@@ -188,12 +218,13 @@ final class CurlMultiThread: Sendable {
             // An id not found finished before its cancellation arrived: its caller already has the answer.
             for id in cancelled {
                 guard let easy = handles.removeValue(forKey: id), let transfer = transfers.removeValue(forKey: easy) else { continue }
+                load[transfer.multi] -= 1
                 finish(transfer, .failure(HTTPClientError(.cancelled, transfer.method, transfer.host, Self.cancelled)))
             }
 
             var running: Int32 = 0
-            if events.timerExpired { _ = curl_multi_socket_action(multi.pointer, CURL_SOCKET_BAD, 0, &running) }
-            finishDone(&transfers, &handles)
+            for multi in events.expiredTimers { _ = curl_multi_socket_action(multis.pointers[multi], CURL_SOCKET_BAD, 0, &running) }
+            finishDone(&transfers, &handles, &load)
 
             // libcurl (7.88) checks a transfer's total timeout only once the transfer has a connection: one queued
             // behind maxConnectionsPerHost (or waiting to multiplex) would fail only when a connection frees up, however
@@ -210,35 +241,41 @@ final class CurlMultiThread: Sendable {
                 for transfer in overdue {
                     transfers.removeValue(forKey: transfer.easy)
                     handles.removeValue(forKey: transfer.id)
+                    load[transfer.multi] -= 1
                     finish(transfer, .failure(HTTPClientError(.timeout, transfer.method, transfer.host, Self.queuedTooLong)))
                 }
             }
             // Returns on a ready socket, a wake-up, libcurl's timer or the next overdue check, whichever comes first.
-            events.wait(until: nextOverdueCheck) { socket, bits in
-                _ = curl_multi_socket_action(multi.pointer, socket, bits, &running)
+            events.wait(until: nextOverdueCheck) { multi, socket, bits in
+                _ = curl_multi_socket_action(multis.pointers[multi], socket, bits, &running)
             }
-            finishDone(&transfers, &handles)
+            finishDone(&transfers, &handles, &load)
         }
-        curl_multi_cleanup(multi.pointer)
+        for multi in multis.pointers { curl_multi_cleanup(multi) }
     }
 
     /// Ends the transfers libcurl reports done. Every message is read before any handle is removed: removing a handle
     /// walks the messages still queued, so removing as they are read cost a pass over the rest for each one.
-    private func finishDone(_ transfers: inout [UnsafeMutableRawPointer: Transfer], _ handles: inout [UInt64: UnsafeMutableRawPointer]) {
+    private func finishDone(
+        _ transfers: inout [UnsafeMutableRawPointer: Transfer], _ handles: inout [UInt64: UnsafeMutableRawPointer], _ load: inout [Int]
+    ) {
         var done: [(Transfer, CURLcode)] = []
         var queued: Int32 = 0
-        while let message = curl_multi_info_read(multi.pointer, &queued) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                let transfer = transfers.removeValue(forKey: easy)
-            else { continue }
-            handles.removeValue(forKey: transfer.id)
-            done.append((transfer, message.pointee.data.result))
+        for multi in multis.pointers {
+            while let message = curl_multi_info_read(multi, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                    let transfer = transfers.removeValue(forKey: easy)
+                else { continue }
+                handles.removeValue(forKey: transfer.id)
+                load[transfer.multi] -= 1
+                done.append((transfer, message.pointee.data.result))
+            }
         }
         for (transfer, code) in done { finish(transfer, transfer.result(code)) }
     }
 
     private func finish(_ transfer: Transfer, _ result: Result<HTTPResponse, HTTPClientError>) {
-        _ = curl_multi_remove_handle(multi.pointer, transfer.easy)
+        _ = curl_multi_remove_handle(multis.pointers[transfer.multi], transfer.easy)
         transfer.resume(with: result)
         transfer.close()
         if logger.logLevel <= .debug {

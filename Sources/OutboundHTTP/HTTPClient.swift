@@ -27,6 +27,10 @@ package final class HTTPClient: Sendable {
         thread.shutdown()
     }
 
+    /// How many libcurl connection caches (multi handles) the client's thread drives: one per 512 connections its
+    /// per-host limit allows, at most 16 (``HTTPClientOptions/maxConnectionsPerHost``).
+    package var connectionCaches: Int { CurlMultiThread.cacheCount(options) }
+
     /// Sends a request and waits for the whole response. Any HTTP status is a response; see ``HTTPResponse/outcome``.
     ///
     /// Cancelling the calling task aborts the transfer at once and throws ``HTTPClientError/Code/cancelled``.

@@ -13,6 +13,8 @@ final class Transfer {
     let deadline: ContinuousClock.Instant
     private(set) var continuation: CheckedContinuation<Result<HTTPResponse, HTTPClientError>, Never>?
     let easy: UnsafeMutableRawPointer
+    /// The index of the client's multi handle that drives it.
+    let multi: Int
     private let maxResponseBytes: Int
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// POSTFIELDS is not copied by libcurl: the body (shared with the request, never copied) lives until the transfer ends.
@@ -30,9 +32,10 @@ final class Transfer {
     static let receiveBufferBytes = 1024
 
     /// Prepares the easy handle; fails with `.invalidRequest`/`.invalidURL` when libcurl refuses an option.
-    init(_ pending: PendingRequest, options: HTTPClientOptions) throws(HTTPClientError) {
+    init(_ pending: PendingRequest, multi: Int, options: HTTPClientOptions) throws(HTTPClientError) {
         guard let easy = curl_easy_init() else { throw HTTPClientError(.transport, "curl_easy_init failed") }
         self.id = pending.id
+        self.multi = multi
         self.method = pending.request.method
         self.host = pending.host
         self.continuation = pending.continuation

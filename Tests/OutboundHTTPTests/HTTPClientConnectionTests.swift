@@ -19,6 +19,17 @@ struct HTTPClientConnectionTests {
         }
     }
 
+    /// Whether `count` requests have been in flight at the peer together, within 30 s (asked on a client of its own).
+    private func inFlight(_ peer: H2Peer, reached count: Int) async throws -> Bool {
+        let observer = HTTPClient()
+        defer { observer.shutdown() }
+        for _ in 0..<1500 {
+            if try await peer.stats(observer).maxInFlight >= count { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
     @Test func aBurstOfHTTPSRequestsToANewHostSharesOneHTTP2Connection() async throws {
         let peer = try await H2Peer.start(maxStreams: 100)
         let client = HTTPClient(options: .init(caBundlePath: peer.caBundlePath))
@@ -82,14 +93,7 @@ struct HTTPClientConnectionTests {
         let slow = HTTPRequest(url: peer.clearURL("/info?ms=8000"))
         let first = Task { try await client.send(slow) }
         // Asked on a client of its own: this one's single connection is taken.
-        let observer = HTTPClient()
-        defer { observer.shutdown() }
-        var started = false
-        for _ in 0..<1500 where !started {
-            started = try await peer.stats(observer).maxInFlight == 1
-            if !started { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        try #require(started)
+        try #require(try await inFlight(peer, reached: 1))
         let queuedAt = ContinuousClock.now
         let error = await expectClientError { () throws(HTTPClientError) in
             try await client.send(HTTPRequest(url: peer.clearURL("/info")), totalTimeout: .seconds(1))
@@ -110,6 +114,54 @@ struct HTTPClientConnectionTests {
         // Four connections, each reused by the requests that waited for it.
         #expect(Set(answers.map(\.clientPort)).count == 4)
         #expect(try await peer.stats(client).maxInFlight == 4)
+    }
+
+    @Test func aClientAllowedThousandsOfConnectionsSpreadsThemOverSeveralCaches() {
+        #expect(HTTPClient(options: .init(maxConnectionsPerHost: 4)).connectionCaches == 1)
+        #expect(HTTPClient(options: .init()).connectionCaches == 1)
+        #expect(HTTPClient(options: .init(maxConnectionsPerHost: 1024)).connectionCaches == 2)
+        #expect(HTTPClient(options: .init(maxConnectionsPerHost: 10_000)).connectionCaches == 16)
+        #expect(HTTPClient(options: .init(maxConnectionsPerHost: 0)).connectionCaches == 16)
+    }
+
+    @Test func aClientWithSeveralCachesKeepsOneConnectionWhileRequestsComeOneByOne() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient(options: .init(maxConnectionsPerHost: 2048))
+        defer { client.shutdown() }
+        try #require(client.connectionCaches == 4)
+        var ports: Set<Int> = []
+        for _ in 0..<8 {
+            let response = try await client.send(HTTPRequest(url: peer.clearURL("/info")))
+            ports.insert(try H2Peer.decode(H2Peer.Info.self, from: response).clientPort)
+        }
+        // Each went to the cache with the fewest transfers, the first: one connection, reused.
+        #expect(ports.count == 1)
+        // Forty at once are spread over the caches and all answered, each on a connection of its own.
+        let answers = try await concurrentInfo(client, count: 40, url: peer.clearURL("/info?until=40"))
+        #expect(Set(answers.map(\.clientPort)).count == 40)
+    }
+
+    @Test func callsSpreadOverSeveralCachesAreCancelledWhereverTheyRun() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient(options: .init(maxConnectionsPerHost: 2048))
+        defer { client.shutdown() }
+        let url = peer.clearURL("/info?until=12&ms=6000")
+        let calls = (0..<12).map { _ in Task { try await client.send(HTTPRequest(url: url)) } }
+        try #require(try await inFlight(peer, reached: 12))
+        // Every other one: the twelve went to the four caches in turn.
+        let cancelledAt = ContinuousClock.now
+        for call in calls.enumerated() where call.offset.isMultiple(of: 2) { call.element.cancel() }
+        for call in calls.enumerated() where call.offset.isMultiple(of: 2) {
+            guard case .failure(let error as HTTPClientError) = await call.element.result else {
+                Issue.record("call \(call.offset): expected .cancelled")
+                continue
+            }
+            #expect(error.code == .cancelled)
+        }
+        #expect(ContinuousClock.now - cancelledAt < .seconds(4))
+        for call in calls.enumerated() where !call.offset.isMultiple(of: 2) {
+            #expect(try await call.element.value.status == 200)
+        }
     }
 
     @Test func aPrivateCAIsTrustedOnlyThroughTheCABundleOption() async throws {

@@ -78,6 +78,8 @@ if __name__ == "__main__":
     config.insecure_bind = [f"fd://{clear_fd}"]
     config.h2_max_concurrent_streams = max_streams
     config.backlog = 1024
+    # Idle connections stay open for the tests that check reuse, however slow a loaded machine makes them.
+    config.keep_alive_timeout = 60
     config.accesslog = None
     config.errorlog = None
     print(f"ports {tls_port} {clear_port}", flush=True)
