@@ -7,8 +7,9 @@ For the first task whose allocations name SUBSTRING (default ChatJob): its live 
 were largest (before the first allocation by a function named like BEFORE, if given: e.g. the store's write after
 the model answered, to see the job as it waits on the model), each with the function that made it (the caller of swift_task_alloc: usually the one whose callee's
 frame it is), its size, and the slab of the task allocator it sits in (a slab is a 1,016-byte malloc holding about
-984 bytes of allocations, 16-byte headers included; a task keeps every slab it ever took until it ends). Slabs are
-told apart by address: an allocation not within 1 KB after the previous one starts the next slab.
+984 bytes of allocations, 16-byte headers included; a task keeps every slab it ever took until it ends). The slabs
+are worked out as the allocator fills them, from the sizes alone; the runtime's own allocations in the task (its
+task-local values, copied into the first slab) are not seen, so the first slab may hold a little more than shown.
 """
 import bisect
 import collections
@@ -67,14 +68,23 @@ def main():
         labels = readable([n for _, n, _ in deepest])
         moment = f"before {before}" if before else "over its life"
         print(f"task {task}: {len(deepest)} allocations, {most} bytes at its deepest {moment}")
-        slab, previous = 1, None
-        for (size, _, address), label in zip(deepest, labels):
-            if previous is not None and not 0 < address - previous < 1024:
-                slab += 1
-            previous = address
+        for (size, _, _), label, slab in zip(deepest, labels, slabs([size for size, _, _ in deepest])):
             print(f"  slab {slab}  {size:5d}  {label[:110]}")
         return
     sys.exit(f"no task with an allocation by a function named like {want!r}")
+
+
+def slabs(sizes, capacity=984, header=16):
+    """The slab of each allocation of a stack of them, as the task allocator (swift/stdlib/public/runtime/
+    StackAllocator.h) places them: in the current slab while it has room, else in the next."""
+    placed, slab, used = [], 1, 0
+    for size in sizes:
+        need = size + header
+        if used + need > capacity and used > 0:
+            slab, used = slab + 1, 0
+        used += need
+        placed.append(slab)
+    return placed
 
 
 if __name__ == "__main__":
