@@ -17,6 +17,10 @@ package struct HTTPClientOptions: Sendable {
     /// (common front ends allow 100–256), past the 10,000 in flight one worker is sized for, while an HTTP/1.1 server
     /// (a local model server) is never sent more than 256 connections; requests past that would have waited in its
     /// accept queue or for one of its few slots anyway, their timeout running just the same.
+    ///
+    /// From 1,024 on the client keeps its connections in several caches (one per 512, at most 16: see
+    /// ``HTTPClient/connectionCaches``), each allowed an equal share of this limit rounded up: together they may open
+    /// a few more than it, at most one per cache past the first.
     package var maxConnectionsPerHost: Int
     /// The most requests carried at once by one HTTP/2 connection; the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
     /// lowers it. Past it, another connection is opened (up to ``maxConnectionsPerHost``).
