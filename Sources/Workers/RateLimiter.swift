@@ -63,6 +63,8 @@ package struct RateLimiter: Sendable {
     }
 
     /// Waits for a token of the kind's bucket (`rate_limit:` in its job file); returns at once for a kind without one.
+    /// Always inlined: a frame of its own would sit, with every held job, between the caller's and `acquire`'s.
+    @inline(__always)
     package func acquire(forKind kind: String, catalog: JobCatalog) async throws {
         guard let limit = Self.limit(forKind: kind, catalog) else { return }
         try await acquire(name: limit.name, perSecond: limit.perSecond, burst: limit.burst)
@@ -112,7 +114,6 @@ extension WorkerServices {
     /// Waits for a token of the kind's provider bucket (`rate_limit:` in `jobs/<kind>.yml`); returns at once when
     /// the kind has none. Call it right before each outbound request.
     package func acquire(forKind kind: String) async throws {
-        guard let limit = RateLimiter.limit(forKind: kind, catalog) else { return }
-        try await rateLimiter.acquire(name: limit.name, perSecond: limit.perSecond, burst: limit.burst)
+        try await rateLimiter.acquire(forKind: kind, catalog: catalog)
     }
 }
