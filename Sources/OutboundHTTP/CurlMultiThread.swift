@@ -166,11 +166,8 @@ final class CurlMultiThread: Sendable {
     }
 
     private func run() {
-        var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-        var handles: [UInt64: UnsafeMutableRawPointer] = [:]
+        var running = RunningTransfers(multis: multis.pointers.count)
         var nextOverdueCheck = ContinuousClock.now + .seconds(10)
-        /// Transfers by multi handle: a new one goes where there are fewest.
-        var load = [Int](repeating: 0, count: multis.pointers.count)
         while true {
             let (added, cancelled, closed) = state.withLock { state in
                 defer {
@@ -184,7 +181,7 @@ final class CurlMultiThread: Sendable {
                     pending.continuation.resume(
                         returning: .failure(HTTPClientError(.shutdown, pending.request.method, pending.host, Self.shutDown)))
                 }
-                for transfer in transfers.values {
+                for transfer in running.all {
                     finish(transfer, .failure(HTTPClientError(.shutdown, transfer.method, transfer.host, Self.shutDown)))
                 }
                 break
@@ -198,7 +195,7 @@ final class CurlMultiThread: Sendable {
                     continue
                 }
                 do {
-                    let multi = load.indices.min { load[$0] < load[$1] } ?? 0
+                    let multi = running.leastLoadedMulti
                     let transfer = try Transfer(pending, multi: multi, options: options)
                     let code = curl_multi_add_handle(multis.pointers[multi], transfer.easy)
                     guard code == CURLM_OK else {
@@ -207,9 +204,7 @@ final class CurlMultiThread: Sendable {
                         transfer.close()
                         continue
                     }
-                    load[multi] += 1
-                    transfers[transfer.easy] = transfer
-                    handles[transfer.id] = transfer.easy
+                    running.add(transfer)
                     nextOverdueCheck = min(nextOverdueCheck, transfer.deadline + Self.overdueMargin)
                 } catch {
                     pending.continuation.resume(returning: .failure(error))
@@ -217,14 +212,13 @@ final class CurlMultiThread: Sendable {
             }
             // An id not found finished before its cancellation arrived: its caller already has the answer.
             for id in cancelled {
-                guard let easy = handles.removeValue(forKey: id), let transfer = transfers.removeValue(forKey: easy) else { continue }
-                load[transfer.multi] -= 1
+                guard let transfer = running.remove(id: id) else { continue }
                 finish(transfer, .failure(HTTPClientError(.cancelled, transfer.method, transfer.host, Self.cancelled)))
             }
 
-            var running: Int32 = 0
-            for multi in events.expiredTimers { _ = curl_multi_socket_action(multis.pointers[multi], CURL_SOCKET_BAD, 0, &running) }
-            finishDone(&transfers, &handles, &load)
+            var stillRunning: Int32 = 0
+            for multi in events.expiredTimers { _ = curl_multi_socket_action(multis.pointers[multi], CURL_SOCKET_BAD, 0, &stillRunning) }
+            finishDone(&running)
 
             // libcurl (7.88) checks a transfer's total timeout only once the transfer has a connection: one queued
             // behind maxConnectionsPerHost (or waiting to multiplex) would fail only when a connection frees up, however
@@ -234,40 +228,34 @@ final class CurlMultiThread: Sendable {
             if nextOverdueCheck <= now {
                 nextOverdueCheck = now + .seconds(10)
                 var overdue: [Transfer] = []
-                for transfer in transfers.values {
+                for transfer in running.all {
                     let due = transfer.deadline + Self.overdueMargin
                     if due <= now { overdue.append(transfer) } else { nextOverdueCheck = min(nextOverdueCheck, due) }
                 }
                 for transfer in overdue {
-                    transfers.removeValue(forKey: transfer.easy)
-                    handles.removeValue(forKey: transfer.id)
-                    load[transfer.multi] -= 1
+                    running.remove(transfer)
                     finish(transfer, .failure(HTTPClientError(.timeout, transfer.method, transfer.host, Self.queuedTooLong)))
                 }
             }
             // Returns on a ready socket, a wake-up, libcurl's timer or the next overdue check, whichever comes first.
             events.wait(until: nextOverdueCheck) { multi, socket, bits in
-                _ = curl_multi_socket_action(multis.pointers[multi], socket, bits, &running)
+                _ = curl_multi_socket_action(multis.pointers[multi], socket, bits, &stillRunning)
             }
-            finishDone(&transfers, &handles, &load)
+            finishDone(&running)
         }
         for multi in multis.pointers { curl_multi_cleanup(multi) }
     }
 
     /// Ends the transfers libcurl reports done. Every message is read before any handle is removed: removing a handle
     /// walks the messages still queued, so removing as they are read cost a pass over the rest for each one.
-    private func finishDone(
-        _ transfers: inout [UnsafeMutableRawPointer: Transfer], _ handles: inout [UInt64: UnsafeMutableRawPointer], _ load: inout [Int]
-    ) {
+    private func finishDone(_ running: inout RunningTransfers) {
         var done: [(Transfer, CURLcode)] = []
         var queued: Int32 = 0
         for multi in multis.pointers {
             while let message = curl_multi_info_read(multi, &queued) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                    let transfer = transfers.removeValue(forKey: easy)
+                    let transfer = running.remove(easy: easy)
                 else { continue }
-                handles.removeValue(forKey: transfer.id)
-                load[transfer.multi] -= 1
                 done.append((transfer, message.pointee.data.result))
             }
         }
@@ -289,5 +277,35 @@ final class CurlMultiThread: Sendable {
             }
             logger.debug("http request finished", metadata: metadata)
         }
+    }
+}
+
+/// The transfers the client's thread drives, by easy handle and by request id, and how many each multi handle has.
+private struct RunningTransfers {
+    private var byHandle: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var handles: [UInt64: UnsafeMutableRawPointer] = [:]
+    private var load: [Int]
+
+    init(multis: Int) { load = [Int](repeating: 0, count: multis) }
+
+    var all: Dictionary<UnsafeMutableRawPointer, Transfer>.Values { byHandle.values }
+    /// Where a new transfer goes: the multi handle with the fewest (the first of those).
+    var leastLoadedMulti: Int { load.indices.min { load[$0] < load[$1] } ?? 0 }
+
+    mutating func add(_ transfer: Transfer) {
+        byHandle[transfer.easy] = transfer
+        handles[transfer.id] = transfer.easy
+        load[transfer.multi] += 1
+    }
+
+    mutating func remove(_ transfer: Transfer) { _ = remove(easy: transfer.easy) }
+
+    mutating func remove(id: UInt64) -> Transfer? { handles[id].flatMap { remove(easy: $0) } }
+
+    mutating func remove(easy: UnsafeMutableRawPointer) -> Transfer? {
+        guard let transfer = byHandle.removeValue(forKey: easy) else { return nil }
+        handles.removeValue(forKey: transfer.id)
+        load[transfer.multi] -= 1
+        return transfer
     }
 }
