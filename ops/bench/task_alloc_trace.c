@@ -44,18 +44,19 @@ void *swift_task_alloc(size_t size) {
     return memory;
 }
 
-void swift_task_dealloc(void *memory) {
+// Logs a free of `memory` as `op` (D: one allocation, T: it and every later one of the task), then makes it.
+static void logged_free(char op, void *memory) {
     pthread_mutex_lock(&lock);
     set_up();
-    fprintf(out, "D %p %p\n", current_task(), memory);
-    real_dealloc(memory);
+    fprintf(out, "%c %p %p\n", op, current_task(), memory);
+    (op == 'D' ? real_dealloc : real_dealloc_through)(memory);
     pthread_mutex_unlock(&lock);
 }
 
+void swift_task_dealloc(void *memory) {
+    logged_free('D', memory);
+}
+
 void swift_task_dealloc_through(void *memory) {
-    pthread_mutex_lock(&lock);
-    set_up();
-    fprintf(out, "T %p %p\n", current_task(), memory);
-    real_dealloc_through(memory);
-    pthread_mutex_unlock(&lock);
+    logged_free('T', memory);
 }
