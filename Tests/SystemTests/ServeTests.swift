@@ -109,7 +109,7 @@ import Testing
             let (status, polled) = try await poll.value
             #expect(status == 200 && polled == "queued", "\(status) \(polled ?? "-")")
             #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
-            #expect(ContinuousClock.now - signalled < .seconds(2), "took \(ContinuousClock.now - signalled)")
+            #expect(ContinuousClock.now - signalled < .seconds(8), "took \(ContinuousClock.now - signalled)")
         }
     }
 
@@ -129,16 +129,20 @@ import Testing
             stalled.send(
                 "POST /api/mobile/v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"em")
             #expect(idle.request("GET /api/mobile/v1/config")?.hasPrefix("HTTP/1.1 200") == true)
-            let started = ContinuousClock.now
-            // A few header bytes every 300 ms: each resets nothing, since no request part is ever whole.
-            for chunk in ["GET /api/mobile/v1/health HTTP/1.1\r\n", "Host: x\r\n", "X-A: 1\r\n", "X-B: 2\r\n", "X-C: 3\r\n"] {
-                trickling.send(chunk)
+            // A header line every 300 ms, never a whole header block: each resets nothing, so the connection is closed
+            // while it still trickles. Were each byte to count, it would stay open for as long as it trickled (10 s,
+            // room for a loaded run, which once took 6.6 s for what takes 2.5 s idle).
+            var sent = 0
+            trickling.send("GET /api/mobile/v1/health HTTP/1.1\r\nHost: x\r\n")
+            while !trickling.isClosed, sent < 33 {
                 try await Task.sleep(for: .milliseconds(300))
+                trickling.send("X-\(sent): \(sent)\r\n")
+                sent += 1
             }
+            #expect(trickling.isClosed, "open after trickling \(sent) header lines")
             // Meanwhile another client is answered at once.
             #expect(RawConnection(port: port)?.request("GET /api/mobile/v1/config")?.hasPrefix("HTTP/1.1 200") == true)
-            for connection in [trickling, stalled, idle] { #expect(connection.waitForClose(timeout: 3), "still open") }
-            #expect(ContinuousClock.now - started < .seconds(5))
+            for connection in [stalled, idle] { #expect(connection.waitForClose(timeout: 10), "still open") }
         }
     }
 }
@@ -177,6 +181,16 @@ final class RawConnection: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let count = recv(fd, &buffer, buffer.count, 0)
         return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    /// True when the server has closed the connection: a read that does not wait finds end of file.
+    var isClosed: Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
+            if count < 0 { return false }
+        }
     }
 
     /// True once the server has closed the connection (a read returns end of file) within `timeout` seconds.
