@@ -224,6 +224,8 @@ final class ConnectionThread: TaskExecutor, Sendable {
 
     /// `replies` of the batch's commands in order, cut into each request's.
     private func split(_ replies: [RedisValue], _ batch: [Request]) -> [[RedisValue]] {
+        // One request (a caller awaiting one call after another): its replies as they are, not copied.
+        if batch.count == 1 { return [replies] }
         var groups: [[RedisValue]] = []
         groups.reserveCapacity(batch.count)
         var index = 0

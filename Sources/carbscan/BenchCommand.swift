@@ -21,7 +21,7 @@ struct QueueBench: AsyncParsableCommand {
         abstract: "Enqueue, process and pickup-latency benchmark of the queue engine; prints JSON.",
         discussion: """
             bulk enqueue: 20,000 noop jobs from this process in batches of 1,000. single enqueue: 20,000 one by one,
-            each awaited (and, separately, with 64 in flight). process: 2 worker processes already running and idle;
+            each awaited, between two runs of `redis-benchmark -c 1 -P 1` LPUSH (and, separately, with 64 in flight). process: 2 worker processes already running and idle;
             a separate producer process bulk-enqueues 20,000 noop jobs whose handler INCRs a counter after the job;
             jobs/s from the first counted completion to the last (polled every 5 ms). pickup: 2,000 jobs at 200/s to
             idle workers, each carrying its enqueue time; latency measured when the job starts. CPU: utime+stime of the
@@ -35,6 +35,8 @@ struct QueueBench: AsyncParsableCommand {
     @Option(help: "Runs; figures are medians.") var runs: Int = 3
     @Option(help: "Worker processes.") var workers: Int = 2
     @Option(help: "Concurrency per worker process (default: `carbscan work`'s).") var concurrency: Int = WorkerOptions.defaultConcurrency
+    @Option(help: "Rounds of the single-enqueue figure, each between two one-round-trip yardsticks (more flatter us).")
+    var singleRounds: Int = 1
     @Option(help: "Pickup-latency jobs.") var pickupJobs: Int = 2_000
     @Option(help: "Pickup-latency send rate (jobs/s).") var pickupRate: Double = 200
     @Option(help: "Figures to measure, comma-separated: bulk, single, process, pickup (for profiling one of them).")
@@ -101,30 +103,9 @@ struct QueueBench: AsyncParsableCommand {
                 r["redis_cpu_us_per_job_bulk_enqueue"] = (try await redisCPU(redis).reduce(0, +) - before.reduce(0, +)) * 1e6 / Double(jobs)
             }
             if figures.contains("single") {
-                // The physical limit of one awaited call at a time, measured around ours under the same conditions.
-                // And the same bound for the very XADD a noop enqueue sends: what Redis's work on the entry costs.
-                let xadd = try enqueueQueue.entryCommand(kind: "noop", payload: "{}")
-                let before = try await yardstick(["-t", "lpush"], answer: "LPUSH")
-                // The client's CPU per call, redis-benchmark's (a C loop over one socket) against ours.
-                let childrenCPU = cpuSeconds(RUSAGE_CHILDREN)
-                let xaddBefore = try await yardstick(xadd, answer: "XADD")
-                r["xadd_c1_p1_client_cpu_us"] = (cpuSeconds(RUSAGE_CHILDREN) - childrenCPU) * 1e6 / Double(jobs)
-                let ownCPU = cpuSeconds(RUSAGE_SELF)
-                let single = try await singleEnqueue(enqueueQueue, inFlight: 1)
-                r["single_enqueue_client_cpu_us"] = (cpuSeconds(RUSAGE_SELF) - ownCPU) * 1e6 / Double(jobs)
-                let xaddAfter = try await yardstick(xadd, answer: "XADD")
-                let after = try await yardstick(["-t", "lpush"], answer: "LPUSH")
+                r.merge(try await singlePhase(enqueueQueue), uniquingKeysWith: { $1 })
                 try await clear(prefix + "-enqueue", redis)
-                r["single_enqueue_per_s"] = single
-                if let before, let after {
-                    r["lpush_c1_p1_per_s"] = (before + after) / 2
-                    r["single_enqueue_share_of_lpush"] = single / ((before + after) / 2)
-                }
-                if let xaddBefore, let xaddAfter {
-                    r["xadd_c1_p1_per_s"] = (xaddBefore + xaddAfter) / 2
-                    r["single_enqueue_share_of_xadd"] = single / ((xaddBefore + xaddAfter) / 2)
-                }
-                r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, inFlight: 64)
+                r["single_enqueue_64_in_flight_per_s"] = try await singleEnqueue(enqueueQueue, count: jobs, inFlight: 64)
             }
             try await clear(prefix + "-enqueue", redis)
             if figures.contains("process") {
@@ -178,10 +159,10 @@ struct QueueBench: AsyncParsableCommand {
         return Double(jobs) / (ContinuousClock.now - start).timeInterval
     }
 
-    /// One by one: each enqueue awaited before the next. The loop runs on a Redis connection's thread
-    /// (`RedisClient.executor`), as a producer that enqueues one job at a time should.
-    private func singleEnqueue(_ queue: JobQueue, inFlight: Int) async throws -> Double {
-        let perTask = jobs / inFlight
+    /// `count` enqueues, `inFlight` at a time, each awaited before its task's next. One at a time, the loop runs on a
+    /// Redis connection's thread (`RedisClient.executor`), as a producer that enqueues one job at a time should.
+    func singleEnqueue(_ queue: JobQueue, count: Int, inFlight: Int) async throws -> Double {
+        let perTask = count / inFlight
         if inFlight == 1 {
             return try await withTaskExecutorPreference(queue.redis.executor) {
                 let start = ContinuousClock.now
@@ -273,13 +254,14 @@ struct QueueBench: AsyncParsableCommand {
 
     /// `redis-benchmark -c 1 -P 1` of `test` (`-t NAME` or a whole command) on our Redis: one awaited round trip at a
     /// time, in C, the physical limit of a one-by-one producer. Requests per second; nil without redis-benchmark.
-    private func yardstick(_ test: [String], answer: String) async throws -> Double? {
+    /// `redis-benchmark -c 1 -P 1` running `test` `requests` times: its requests per second (nil without the tool).
+    func yardstick(_ test: [String], answer: String, requests: Int) async throws -> Double? {
         let configuration = try RedisConfiguration(url: global.redisURL)
         let candidates = ["/usr/bin/redis-benchmark", "/usr/local/bin/redis-benchmark"]
         guard let path = candidates.first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
-        var arguments = ["-h", configuration.host, "-p", String(configuration.port), "-c", "1", "-P", "1", "-n", String(jobs)]
+        var arguments = ["-h", configuration.host, "-p", String(configuration.port), "-c", "1", "-P", "1", "-n", String(requests)]
         if let password = configuration.password { arguments += ["-a", password] }
         process.arguments = arguments + ["--csv"] + test
         let output = Pipe()
@@ -312,7 +294,7 @@ struct QueueBench: AsyncParsableCommand {
     }
 }
 
-private func median(_ values: [Double]) -> Double {
+func median(_ values: [Double]) -> Double {
     let s = values.sorted()
     return s.isEmpty ? 0 : (s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2)
 }
