@@ -8,9 +8,10 @@ import Synchronization
 /// (automatic pipelining: many concurrent single commands cost one round-trip).
 ///
 /// The thread is also a task executor. A task that prefers it (`withTaskExecutorPreference`) runs on this thread
-/// between round-trips: its command is queued without waking another thread, and the reply resumes it here without
-/// handing it back to the cooperative pool. A caller that awaits one command after another saves two thread switches
-/// per command. Its code holds up the connection while it runs, so only short, non-blocking work belongs there.
+/// between round-trips: while nothing else waits for the thread its command is sent right there, else it is queued
+/// without waking another thread and the reply resumes it here, never through the cooperative pool. A caller that
+/// awaits one command after another saves two thread switches per command. Its code holds up the connection while it
+/// runs, so only short, non-blocking work belongs there.
 final class ConnectionThread: TaskExecutor, Sendable {
     struct Request: Sendable {
         var commands: [[String]]
@@ -29,7 +30,27 @@ final class ConnectionThread: TaskExecutor, Sendable {
         var clientID = 0
     }
 
+    /// The connection and its bookkeeping: used only on this thread, by the loop and by a preferring task's call.
+    private final class Link {
+        let connection: RedisConnection
+        /// Whether the connection is counted as open in `RedisConnectionStats`, and whether it ever connected.
+        var countedOpen = false
+        var everConnected = false
+
+        init(_ configuration: RedisConfiguration) { connection = RedisConnection(configuration: configuration) }
+
+        /// After a round trip: a connection it dropped is no longer counted as open.
+        func noteDropped() {
+            if countedOpen && !connection.isConnected {
+                countedOpen = false
+                RedisConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed)
+            }
+        }
+    }
+
     private let state = Mutex(State())
+    /// Touched only on this thread (see `Link`), never elsewhere.
+    private nonisolated(unsafe) let link: Link
     private let wakeup = DispatchSemaphore(value: 0)
     private let configuration: RedisConfiguration
     private let logger: Logger
@@ -41,6 +62,7 @@ final class ConnectionThread: TaskExecutor, Sendable {
         self.name = name
         self.configuration = configuration
         self.logger = logger
+        self.link = Link(configuration)
         let thread = Thread { [self] in self.loop() }
         thread.name = name
         thread.start()
@@ -53,7 +75,12 @@ final class ConnectionThread: TaskExecutor, Sendable {
     /// `durability`: they are followed by `WAIT`, shared with the other durable requests of their batch, and the call
     /// throws ``RedisError/Code/notReplicated`` unless enough replicas acknowledged them in time.
     func submit(_ commands: [[String]], blockFor: Duration? = nil, durability: Durability? = nil) async throws -> [RedisValue] {
-        try await withCheckedThrowingContinuation { continuation in
+        if blockFor == nil, durability == nil, isCurrent, link.connection.isConnected,
+            state.withLock({ $0.queue.isEmpty && $0.jobs.isEmpty && !$0.closed })
+        {
+            return try runHere(commands)
+        }
+        return try await withCheckedThrowingContinuation { continuation in
             let accepted = state.withLock { state -> Bool in
                 if state.closed { return false }
                 state.queue.append(Request(commands: commands, blockFor: blockFor, durability: durability, continuation: continuation))
@@ -65,6 +92,19 @@ final class ConnectionThread: TaskExecutor, Sendable {
                 continuation.resume(throwing: RedisError(.closed, "the Redis client was shut down"))
             }
         }
+    }
+
+    /// A call from a task running on this thread (it prefers it as executor) while nothing else waits for the thread:
+    /// the round trip is made here and now, as the loop would make it next, without a continuation, a queued request
+    /// and the job's hand-back to the loop. Anything waiting sends the call the usual way, so a task that calls in a
+    /// loop cannot keep other tasks' requests or jobs waiting.
+    private func runHere(_ commands: [[String]]) throws(RedisError) -> [RedisValue] {
+        RedisConnectionStats.busyCount.wrappingAdd(1, ordering: .relaxed)
+        defer {
+            RedisConnectionStats.busyCount.wrappingSubtract(1, ordering: .relaxed)
+            link.noteDropped()
+        }
+        return try link.connection.pipeline(commands)
     }
 
     /// True on this connection's own thread.
@@ -92,13 +132,10 @@ final class ConnectionThread: TaskExecutor, Sendable {
     }
 
     private func loop() {
-        let connection = RedisConnection(configuration: configuration)
+        let connection = link.connection
         var failures = 0
         var nextAttempt = ContinuousClock.now
         var lastError: RedisError?
-        // Whether this connection is counted as open in `RedisConnectionStats`, and whether it ever connected.
-        var countedOpen = false
-        var everConnected = false
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         while true {
             wakeup.wait()
@@ -124,9 +161,9 @@ final class ConnectionThread: TaskExecutor, Sendable {
                 }
                 do {
                     try connection.connect()
-                    if everConnected { RedisConnectionStats.reconnectCount.wrappingAdd(1, ordering: .relaxed) }
-                    everConnected = true
-                    countedOpen = true
+                    if link.everConnected { RedisConnectionStats.reconnectCount.wrappingAdd(1, ordering: .relaxed) }
+                    link.everConnected = true
+                    link.countedOpen = true
                     RedisConnectionStats.openCount.wrappingAdd(1, ordering: .relaxed)
                     if failures > 0 {
                         logger.info("redis reconnected", metadata: ["redis": "\(configuration.displayAddress)", "attempts": "\(failures)"])
@@ -153,12 +190,9 @@ final class ConnectionThread: TaskExecutor, Sendable {
             RedisConnectionStats.busyCount.wrappingAdd(1, ordering: .relaxed)
             run(batch, on: connection)
             RedisConnectionStats.busyCount.wrappingSubtract(1, ordering: .relaxed)
-            if countedOpen && !connection.isConnected {
-                countedOpen = false
-                RedisConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed)
-            }
+            link.noteDropped()
         }
-        if countedOpen { RedisConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed) }
+        if link.countedOpen { RedisConnectionStats.openCount.wrappingSubtract(1, ordering: .relaxed) }
         connection.close()
     }
 

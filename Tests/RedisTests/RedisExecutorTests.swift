@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Redis
@@ -32,6 +33,51 @@ import Testing
         for _ in 0..<8 { others.insert(try #require(try await redis.send("CLIENT", "ID").int)) }
         #expect(others.count == 4)
         try await redis.send("DEL", key)
+    }
+
+    /// A task on the executor whose commands go out right on the thread (nothing else waiting) still lets another
+    /// caller of the same connection in at its next command, not after its whole loop.
+    @Test func aTaskCallingInALoopOnTheExecutorLetsOtherCallersIn() async throws {
+        let redis = try TestRedis.client(poolSize: 1)
+        defer { redis.close() }
+        let key = TestRedis.namespace()
+        let done = Atomic<Int>(0)
+        let loop = Task {
+            try await withTaskExecutorPreference(redis.executor) {
+                for _ in 0..<3_000 {
+                    try await redis.send("INCR", key)
+                    done.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(try await eventually(timeout: .seconds(30)) { done.load(ordering: .relaxed) >= 100 })
+        #expect(try await redis.send("PING") == .status("PONG"))
+        let doneWhenAnswered = done.load(ordering: .relaxed)
+        try await loop.value
+        #expect(doneWhenAnswered < 3_000, "answered only after the loop's \(doneWhenAnswered) commands")
+        #expect(try await redis.send("GET", key) == .bulk("3000"))
+        try await redis.send("DEL", key)
+    }
+
+    /// A connection dropped under a command sent right on the thread: that command fails, the next reconnects.
+    @Test func aConnectionDroppedUnderATaskOnTheExecutorIsReopened() async throws {
+        let redis = try TestRedis.client(poolSize: 1)
+        defer { redis.close() }
+        let (first, second, recovered) = try await withTaskExecutorPreference(redis.executor) {
+            let first = try #require(try await redis.send("CLIENT", "ID").int)
+            // Killed by another connection, so this one learns of it only on its next command.
+            let killer = try TestRedis.client(poolSize: 1)
+            defer { killer.close() }
+            try await killer.send("CLIENT", "KILL", "ID", String(first))
+            var failures = 0
+            var second: Int?
+            while second == nil, failures < 3 {
+                do { second = try await redis.send("CLIENT", "ID").int } catch { failures += 1 }
+            }
+            return (first, second, failures <= 1)
+        }
+        #expect(recovered)
+        #expect(second != nil && second != first)
     }
 
     /// Many tasks on the one thread: their commands are pipelined together, and each gets its own reply.
