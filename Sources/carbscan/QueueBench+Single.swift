@@ -14,23 +14,24 @@ extension QueueBench {
         let rounds = max(1, singleRounds)
         let perRound = max(1, jobs / rounds)
         let xadd = try queue.entryCommand(kind: "noop", payload: "{}")
-        let children = (all: cpuSeconds(RUSAGE_CHILDREN), user: userCPUSeconds(RUSAGE_CHILDREN))
-        let xaddBefore = try await yardstick(xadd, answer: "XADD", requests: perRound * rounds / 2)
-        r["xadd_c1_p1_client_cpu_us"] = (cpuSeconds(RUSAGE_CHILDREN) - children.all) * 1e6 / Double(perRound * rounds / 2)
-        r["xadd_c1_p1_client_user_cpu_us"] = (userCPUSeconds(RUSAGE_CHILDREN) - children.user) * 1e6 / Double(perRound * rounds / 2)
+        let xaddRequests = perRound * rounds / 2
+        let children = CPUTime(RUSAGE_CHILDREN)
+        let xaddBefore = try await yardstick(xadd, answer: "XADD", requests: xaddRequests)
+        let xaddCPU = CPUTime(RUSAGE_CHILDREN) - children
+        r["xadd_c1_p1_client_cpu_us"] = xaddCPU.all * 1e6 / Double(xaddRequests)
+        r["xadd_c1_p1_client_user_cpu_us"] = xaddCPU.user * 1e6 / Double(xaddRequests)
 
         let lpush = { try await yardstick(["-t", "lpush"], answer: "LPUSH", requests: perRound) }
         var yardsticks = [try await lpush()]
         var ours: [Double] = []
-        var cpu = (all: 0.0, user: 0.0)
+        var cpu = CPUTime()
         for _ in 0..<rounds {
-            let own = (all: cpuSeconds(RUSAGE_SELF), user: userCPUSeconds(RUSAGE_SELF))
+            let own = CPUTime(RUSAGE_SELF)
             ours.append(try await singleEnqueue(queue, count: perRound, inFlight: 1))
-            cpu.all += cpuSeconds(RUSAGE_SELF) - own.all
-            cpu.user += userCPUSeconds(RUSAGE_SELF) - own.user
+            cpu = cpu + (CPUTime(RUSAGE_SELF) - own)
             yardsticks.append(try await lpush())
         }
-        let xaddAfter = try await yardstick(xadd, answer: "XADD", requests: perRound * rounds / 2)
+        let xaddAfter = try await yardstick(xadd, answer: "XADD", requests: xaddRequests)
 
         r["single_enqueue_per_s"] = median(ours)
         r["single_enqueue_client_cpu_us"] = cpu.all * 1e6 / Double(perRound * rounds)
