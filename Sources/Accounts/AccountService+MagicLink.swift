@@ -17,12 +17,23 @@ extension AccountService {
         return (token, user)
     }
 
-    /// Signs in with a link's token, once: the same session as every other sign-in.
+    /// Signs in with a link's token, once: the same session as every other sign-in. The link proves the email: an
+    /// account that had not proven it is taken over (`takeOver`: a pre-hijacker's password stops working) and from
+    /// then on is one a verified identity with that email links to.
     /// - Throws: `AccountError.invalidMagicLink` for a token that is unknown, expired or used.
     package func signInWithMagicLink(token: String, deviceID: String?) async throws -> (Session, SignInEvent) {
         guard token.utf8.count <= 256, let userID = try await MagicLinks(database).consume(tokenHash: Self.hash(token)),
-            let user = try await Users(database).find(id: userID)
+            var user = try await Users(database).find(id: userID)
         else { throw AccountError.invalidMagicLink }
+        if !user.emailVerified {
+            let found = user
+            let (proven, revoked) = try await database.transaction { tx -> (User, [UUID]) in
+                let revoked = try await takeOver(found, on: tx)
+                return (try await Users(tx).find(id: found.id) ?? found, revoked)
+            }
+            await sessionsEnded(revoked)
+            user = proven
+        }
         let session = try await startSession(user: user, deviceID: deviceID)
         return (session, event(for: user, provider: "email", subject: user.email ?? user.id))
     }

@@ -43,7 +43,8 @@ package struct ProvidedName: Sendable, Equatable {
     }
 }
 
-/// Accounts: sign-in with Apple, email and password, extra OIDC issuers; sessions with rotating refresh tokens.
+/// Accounts: sign-in with Apple, email and password, magic links, extra OIDC issuers; sessions whose refresh tokens
+/// rotate when `REFRESH_TOKEN_ROTATION` is on (`AccountService+Refresh`).
 package struct AccountService: Sendable {
     package let database: PostgresClient
     package let configuration: AuthConfiguration
@@ -54,10 +55,12 @@ package struct AccountService: Sendable {
     package let sessions: SessionCache
     let hasher: PasswordHasher
     let logger: Logger
+    /// The time of refresh-token expiries and reuse intervals (tests move it days ahead).
+    let now: @Sendable () -> Date
 
     package init(
         database: PostgresClient, configuration: AuthConfiguration, accessTokens: AccessTokens, apple: IdentityVerifier?,
-        extraIssuers: [IdentityVerifier], logger: Logger
+        extraIssuers: [IdentityVerifier], logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database
         self.configuration = configuration
@@ -67,6 +70,7 @@ package struct AccountService: Sendable {
         self.sessions = SessionCache(ttl: configuration.sessionCacheTTL)
         self.hasher = PasswordHasher(cost: configuration.bcryptCost)
         self.logger = logger
+        self.now = now
     }
 
     // MARK: Sign in with Apple and other OIDC issuers
@@ -108,13 +112,19 @@ package struct AccountService: Sendable {
         try await Users(database).find(provider: identity.provider, subject: identity.subject)
     }
 
-    /// Finds the account of an identity, else links it to the account with the same verified email, else creates
-    /// one. Apple's name and email fill only empty fields: Apple sends them on the first sign-in only.
+    /// Finds the account of an identity, else links it to the account with the same email when the identity's email
+    /// is verified, else creates one. Apple's name and email fill only empty fields: Apple sends them on the first
+    /// sign-in only.
+    ///
+    /// Linking to an account whose own email was never proven (a password sign-up) is how accounts are pre-hijacked:
+    /// someone registers the victim's address with a password and waits for the victim to sign in with Apple. Such an
+    /// account is taken over cleanly instead (`takeOver`): its password and other identities go, its sessions are
+    /// revoked, and it then belongs to whoever proved the email.
     package func user(for identity: VerifiedIdentity, name: ProvidedName, newUserID: String? = nil) async throws -> User {
         // Two first sign-ins at once: the loser of the unique race finds the winner's rows on its second pass.
         for attempt in 1...2 {
             do {
-                return try await database.transaction { tx in
+                let (user, revoked) = try await database.transaction { tx -> (User, [UUID]) in
                     let users = Users(tx)
                     let email = identity.email ?? name.email
                     let emailVerified = identity.email != nil && identity.emailVerified
@@ -122,13 +132,14 @@ package struct AccountService: Sendable {
                         try await users.touchIdentity(provider: identity.provider, subject: identity.subject)
                         try await users.fillMissing(
                             id: user.id, email: email, emailVerified: emailVerified, firstName: name.firstName, lastName: name.lastName)
-                        return try await users.find(id: user.id) ?? user
+                        return (try await users.find(id: user.id) ?? user, [])
                     }
                     if emailVerified, let email, let existing = try await users.find(email: email) {
+                        let revoked = existing.emailVerified ? [] : try await takeOver(existing, on: tx)
                         try await users.link(userID: existing.id, provider: identity.provider, subject: identity.subject, email: email)
                         try await users.fillMissing(
                             id: existing.id, email: nil, emailVerified: false, firstName: name.firstName, lastName: name.lastName)
-                        return try await users.find(id: existing.id) ?? existing
+                        return (try await users.find(id: existing.id) ?? existing, revoked)
                     }
                     // An unverified email that another account holds is not attached to this new account.
                     let unclaimedEmail: String? = if let email, try await users.find(email: email) == nil { email } else { nil }
@@ -136,13 +147,31 @@ package struct AccountService: Sendable {
                         id: newUserID ?? UUID().uuidString.lowercased(), email: unclaimedEmail, emailVerified: emailVerified,
                         firstName: name.firstName, lastName: name.lastName)
                     try await users.link(userID: user.id, provider: identity.provider, subject: identity.subject, email: email)
-                    return user
+                    return (user, [])
                 }
+                await sessionsEnded(revoked)
+                return user
             } catch let error as PostgresError where error.isUniqueViolation && attempt == 1 {
                 continue
             }
         }
         throw AccountError.invalidIdentityToken(TokenError(.invalid, "the account could not be created"))
+    }
+
+    /// The email of `user` was just proven by someone who controls it (a verified identity, a magic link) while the
+    /// account never proved it: whoever created it may not own the address. The account becomes the prover's alone:
+    /// the password and every other identity are removed and every session revoked (call `sessionsEnded` with the
+    /// returned families after the commit). Its data stays: an honest owner who signed up with a password keeps it.
+    func takeOver(_ user: User, on tx: any PostgresQueryable) async throws -> [UUID] {
+        try await Users(tx).takeOver(id: user.id)
+        let revoked = try await RefreshTokens(tx).revokeAll(userID: user.id, reason: "email-proven")
+        logger.notice("unverified account taken over by its email's owner", metadata: ["user": "\(user.id)"])
+        return revoked
+    }
+
+    /// Tells this and the other API processes that these sign-ins ended.
+    func sessionsEnded(_ families: [UUID]) async {
+        for family in families { await sessions.revoked(session: family) }
     }
 
     // MARK: Email and password
@@ -223,11 +252,13 @@ package struct AccountService: Sendable {
         return Session(accessToken: access, refreshToken: refresh, sessionID: family, user: user)
     }
 
-    private func issueRefreshToken(userID: String, family: UUID, deviceID: String?, on db: any PostgresQueryable) async throws -> String {
-        let token = Self.randomToken(prefix: "rt_")
+    /// Stores a refresh token of `family` (a new random one unless `token` is given) and returns it.
+    func issueRefreshToken(
+        userID: String, family: UUID, deviceID: String?, token: String = randomToken(prefix: "rt_"), on db: any PostgresQueryable
+    ) async throws -> String {
         try await RefreshTokens(db).insert(
             userID: userID, tokenHash: Self.hash(token), familyID: family, deviceID: deviceID,
-            expiresAt: Date().addingTimeInterval(configuration.refreshTokenLifetime.timeInterval))
+            expiresAt: now().addingTimeInterval(configuration.refreshTokenLifetime.timeInterval))
         return token
     }
 
@@ -235,38 +266,17 @@ package struct AccountService: Sendable {
 
     /// 32 bytes of kernel randomness, base64url, after `prefix` (which says what the token is for).
     static func randomToken(prefix: String) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return prefix
-            + Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        prefix + base64URL(randomBytes(32))
     }
 
-    /// Rotates a refresh token: the old one is used up, a new one of the same family is returned. Presenting a
-    /// token that was already rotated is taken as theft: the whole family (every token of that sign-in) is revoked.
-    package func refresh(_ refreshToken: String) async throws -> Session {
-        let tokens = RefreshTokens(database)
-        guard let record = try await tokens.find(tokenHash: Self.hash(refreshToken)) else {
-            throw AccountError.invalidRefreshToken(reason: "unknown token")
-        }
-        if record.revokedAt != nil { throw AccountError.invalidRefreshToken(reason: "it was revoked") }
-        if record.replacedAt != nil {
-            try await tokens.revokeFamily(record.familyID, reason: "reuse")
-            await sessions.revoked(session: record.familyID)
-            logger.warning("refresh token reused: family revoked", metadata: ["user": "\(record.userID)"])
-            throw AccountError.invalidRefreshToken(reason: "it was already used")
-        }
-        guard record.expiresAt > Date() else { throw AccountError.invalidRefreshToken(reason: "it expired") }
-        return try await database.transaction { tx in
-            guard try await RefreshTokens(tx).markReplaced(id: record.id) else {
-                // Another request rotated it between our read and now: the same as a reuse.
-                throw AccountError.invalidRefreshToken(reason: "it was already used")
-            }
-            guard let user = try await Users(tx).find(id: record.userID) else { throw AccountError.userNotFound }
-            let refresh = try await issueRefreshToken(userID: user.id, family: record.familyID, deviceID: record.deviceID, on: tx)
-            let access = try await accessTokens.issue(userID: user.id, sessionID: record.familyID, email: user.email)
-            return Session(accessToken: access, refreshToken: refresh, sessionID: record.familyID, user: user)
-        }
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    static func base64URL<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     /// Revokes the sign-in a refresh token belongs to. Returns its user, or nil for an unknown token.

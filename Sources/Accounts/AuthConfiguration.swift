@@ -17,6 +17,12 @@ package struct AuthConfiguration: Sendable {
     /// How long a verified access token is trusted without asking the database again (`SessionCache`); zero
     /// checks every request.
     package var sessionCacheTTL: Duration = .seconds(5)
+    /// Off (seed 001's contract): a sign-in's refresh token keeps working until it expires or is revoked. On, each
+    /// refresh returns a new refresh token and the presented one is used up (RFC 9700 §4.14).
+    package var refreshTokenRotation = false
+    /// With rotation on: how long a just-rotated token still answers (with the same successor) instead of being taken
+    /// as stolen, so a retried or concurrent refresh does not sign the user out (Supabase Auth's reuse interval).
+    package var refreshTokenReuseInterval: Duration = .seconds(10)
 
     package init(
         jwtSecret: [UInt8], usesEphemeralSecret: Bool = false, accessTokenLifetime: Duration = .seconds(30 * 86_400),
@@ -35,7 +41,8 @@ package struct AuthConfiguration: Sendable {
     /// `JWT_SECRET` (at least 32 bytes; required when `CARBSCAN_ENV=production`), `ACCESS_TOKEN_TTL` /
     /// `REFRESH_TOKEN_TTL` (seconds), `APPLE_CLIENT_ID` (comma-separated bundle/service ids), `APPLE_JWKS_URL`,
     /// `APPLE_ISSUER`, `OIDC_ISSUERS` (comma-separated `issuer` or `issuer=jwksURL`), `OIDC_AUDIENCE`,
-    /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`, `SESSION_CACHE_SECONDS` (0 turns the cache off).
+    /// `BCRYPT_COST`, `JWKS_MIN_REFETCH_SECONDS`, `SESSION_CACHE_SECONDS` (0 turns the cache off),
+    /// `REFRESH_TOKEN_ROTATION` (`true`/`false`), `REFRESH_TOKEN_REUSE_INTERVAL` (seconds).
     package static func fromEnvironment(_ environment: [String: String]) throws(AuthConfigurationError) -> AuthConfiguration {
         func value(_ name: String) -> String? {
             guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
@@ -101,6 +108,19 @@ package struct AuthConfiguration: Sendable {
                 throw AuthConfigurationError("SESSION_CACHE_SECONDS must be a number of seconds from 0 to 300")
             }
             configuration.sessionCacheTTL = .milliseconds(Int(seconds * 1000))
+        }
+        if let text = value("REFRESH_TOKEN_ROTATION") {
+            switch text.lowercased() {
+            case "true", "1", "yes", "on": configuration.refreshTokenRotation = true
+            case "false", "0", "no", "off": configuration.refreshTokenRotation = false
+            default: throw AuthConfigurationError("REFRESH_TOKEN_ROTATION must be true or false, not '\(text)'")
+            }
+        }
+        if let text = value("REFRESH_TOKEN_REUSE_INTERVAL") {
+            guard let seconds = Double(text), (0...3600).contains(seconds) else {
+                throw AuthConfigurationError("REFRESH_TOKEN_REUSE_INTERVAL must be a number of seconds from 0 to 3600")
+            }
+            configuration.refreshTokenReuseInterval = .milliseconds(Int(seconds * 1000))
         }
         return configuration
     }

@@ -10,9 +10,11 @@ package struct RefreshTokenRecord: Sendable, Equatable {
     package var expiresAt: Date
     package var replacedAt: Date?
     package var revokedAt: Date?
+    /// With rotation: the salt this token's successor was derived from (`AccountService.successor`).
+    package var rotationSalt: [UInt8]?
 }
 
-/// Refresh tokens, rotated on each use. A family is one sign-in's chain of rotations.
+/// Refresh tokens. A family is one sign-in: its first token and, with rotation on, the chain of its successors.
 package struct RefreshTokens: Sendable {
     let db: any PostgresQueryable
 
@@ -28,7 +30,7 @@ package struct RefreshTokens: Sendable {
     package func find(tokenHash: [UInt8]) async throws -> RefreshTokenRecord? {
         try await db.query(
             """
-            SELECT id, user_id, family_id, device_id, expires_at, replaced_at, revoked_at
+            SELECT id, user_id, family_id, device_id, expires_at, replaced_at, revoked_at, rotation_salt
             FROM refresh_tokens WHERE token_hash = $1
             """,
             [tokenHash]
@@ -36,15 +38,20 @@ package struct RefreshTokens: Sendable {
             RefreshTokenRecord(
                 id: try row.decode("id"), userID: try row.decode("user_id"), familyID: try row.decode("family_id"),
                 deviceID: try row.decode("device_id"), expiresAt: try row.decode("expires_at"),
-                replacedAt: try row.decode("replaced_at"), revokedAt: try row.decode("revoked_at"))
+                replacedAt: try row.decode("replaced_at"), revokedAt: try row.decode("revoked_at"),
+                rotationSalt: try row.decode("rotation_salt"))
         }
     }
 
-    /// Marks a live token as used up by a rotation. Exactly one of several concurrent callers wins (true).
-    package func markReplaced(id: Int64) async throws -> Bool {
+    /// Marks a live token as used up by a rotation at `time`, keeping the salt of its successor. Exactly one of
+    /// several concurrent callers wins (true); the others wait for its commit and then see the token replaced.
+    package func markReplaced(id: Int64, at time: Date, successorSalt: [UInt8]) async throws -> Bool {
         try await db.execute(
-            "UPDATE refresh_tokens SET replaced_at = now() WHERE id = $1 AND replaced_at IS NULL AND revoked_at IS NULL",
-            [id]
+            """
+            UPDATE refresh_tokens SET replaced_at = $2, rotation_salt = $3
+            WHERE id = $1 AND replaced_at IS NULL AND revoked_at IS NULL
+            """,
+            [id, time, successorSalt]
         ) == 1
     }
 

@@ -158,6 +158,14 @@ package struct Users: Sendable {
         )
     }
 
+    /// Marks the email proven and leaves the account no way in but the prover's: the password and every identity
+    /// are removed (a pre-hijacker's password sign-up among them).
+    package func takeOver(id: String) async throws {
+        try await db.execute(
+            "UPDATE users SET password_hash = NULL, email_verified = true, updated_at = now() WHERE id = $1", [id])
+        try await db.execute("DELETE FROM identities WHERE user_id = $1", [id])
+    }
+
     package func passwordHash(userID: String) async throws -> String? {
         try await db.query("SELECT password_hash FROM users WHERE id = $1", [userID]).first?.decode("password_hash")
     }

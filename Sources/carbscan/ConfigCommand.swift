@@ -47,6 +47,8 @@ struct ConfigCommand: AsyncParsableCommand {
                     ("APPLE_CLIENT_ID", auth.apple == nil ? "(unset: auth/apple answers 503)" : "set"),
                     ("OIDC_ISSUERS", "\(auth.extraIssuers.count) issuer(s)"), ("BCRYPT_COST", "\(auth.bcryptCost)"),
                     ("SESSION_CACHE_SECONDS", Self.seconds(auth.sessionCacheTTL)),
+                    ("REFRESH_TOKEN_ROTATION", auth.refreshTokenRotation ? "true" : "false (seed 001: one refresh token per sign-in)"),
+                    ("REFRESH_TOKEN_REUSE_INTERVAL", Self.seconds(auth.refreshTokenReuseInterval)),
                 ]
             }
             if let api = read("api", { try APISettings.fromEnvironment(environment) }) {
@@ -55,6 +57,11 @@ struct ConfigCommand: AsyncParsableCommand {
                     ("SYNC_WAIT_SECONDS", Self.seconds(api.syncWait)), ("HTTP_IDLE_TIMEOUT_SECONDS", Self.seconds(api.idleTimeout)),
                     ("SCAN_RESET_TIMEZONE", api.scanResetTimeZone.identifier),
                     ("STRIPE_WEBHOOK_SECRET", api.stripeWebhookSecret == nil ? "(unset: webhooks/stripe answers 503)" : "set"),
+                    (
+                        "TRUSTED_PROXIES",
+                        api.trustedProxies.blocks.isEmpty
+                            ? "(none: the socket peer is the client)" : api.trustedProxies.blocks.map(\.description).joined(separator: ",")
+                    ),
                     ("OPS_USER", api.opsCredentials.map { "\($0.user) (dashboard at /ops/)" } ?? "(unset: /ops/ answers 404)"),
                 ]
                 if let catalog { _ = read("scan-reset") { try SettingChecks.scanResetZone(api.scanResetTimeZone, catalog: catalog) } }

@@ -34,22 +34,6 @@ import Testing
         }
     }
 
-    @Test func aVerifiedAppleEmailLinksToTheExistingAccount() async throws {
-        try await TestAPI.run { api, client in
-            let web = try await api.register(client, email: "same@example.com")
-            let apple = try await client.call(
-                .post, "auth/apple",
-                json: [
-                    "identityToken": try await api.appleKeys.sign(.apple(sub: "001.link", email: "Same@Example.com")),
-                    "authorizationCode": "x",
-                ])
-            #expect(apple.status == 200)
-            #expect(apple.data["user"]["id"].string == web.id)
-            let identities = try await api.database.query("SELECT provider FROM identities WHERE user_id = $1 ORDER BY provider", [web.id])
-            #expect(try identities.map { try $0.decode("provider", as: String.self) } == ["apple", "password"])
-        }
-    }
-
     @Test func badIdentityTokensAreRefused() async throws {
         try await TestAPI.run { api, client in
             let keys = api.appleKeys

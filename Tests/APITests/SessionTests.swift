@@ -6,8 +6,8 @@ import TestSupport
 import Testing
 
 @Suite struct SessionTests {
-    @Test func refreshRotatesAndTheOldTokenStopsWorking() async throws {
-        try await TestAPI.run { api, client in
+    @Test func withRotationRefreshRotatesAndTheOldTokenStopsWorking() async throws {
+        try await TestAPI.run(environment: ["REFRESH_TOKEN_ROTATION": "true", "REFRESH_TOKEN_REUSE_INTERVAL": "0"]) { api, client in
             let account = try await api.register(client)
             let first = try await client.call(.post, "auth/refresh", json: ["refreshToken": account.refreshToken])
             #expect(first.status == 200)
@@ -25,8 +25,8 @@ import Testing
         }
     }
 
-    @Test func reusingARotatedRefreshTokenRevokesTheWholeSignIn() async throws {
-        try await TestAPI.run { api, client in
+    @Test func withRotationReusingARotatedRefreshTokenRevokesTheWholeSignIn() async throws {
+        try await TestAPI.run(environment: ["REFRESH_TOKEN_ROTATION": "true", "REFRESH_TOKEN_REUSE_INTERVAL": "0"]) { api, client in
             let account = try await api.register(client)
             let rotated = try await client.call(.post, "auth/refresh", json: ["refreshToken": account.refreshToken])
             let stolenLater = try #require(rotated.data["refreshToken"].string)
