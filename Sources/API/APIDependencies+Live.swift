@@ -28,6 +28,7 @@ extension APIDependencies {
             loginWebhookConfigured: settings.loginWebhookConfigured, logger: logger)
         dependencies.stripeWebhookSecret = settings.stripeWebhookSecret
         dependencies.opsCredentials = settings.opsCredentials
+        dependencies.trustedProxies = settings.trustedProxies
         dependencies.syncWait = settings.syncWait
         dependencies.idleTimeout = settings.idleTimeout
         dependencies.scanResetTimeZone = settings.scanResetTimeZone

@@ -21,6 +21,8 @@ package struct APISettings: Sendable {
     package var stripeWebhookSecret: String?
     /// `OPS_USER` and `OPS_PASSWORD`: the operators' dashboard at `/ops/`; nil (both unset): no dashboard (404).
     package var opsCredentials: OpsCredentials?
+    /// `TRUSTED_PROXIES`: comma-separated CIDR blocks of the reverse proxies whose forwarded client address counts.
+    package var trustedProxies = TrustedProxies()
 
     package init() {}
 
@@ -36,6 +38,13 @@ package struct APISettings: Sendable {
         api.loginWebhookConfigured = settings.text("LOGIN_WEBHOOK_URL") != nil
         api.stripeWebhookSecret = settings.text("STRIPE_WEBHOOK_SECRET")
         api.opsCredentials = try OpsCredentials.fromEnvironment(settings)
+        if let text = settings.text("TRUSTED_PROXIES") {
+            guard let proxies = TrustedProxies(parsing: text) else {
+                throw SettingError(
+                    "TRUSTED_PROXIES", "must be comma-separated addresses or CIDR blocks (10.0.0.0/8, fd00::/8), not '\(text)'")
+            }
+            api.trustedProxies = proxies
+        }
         return api
     }
 }
