@@ -23,6 +23,8 @@ package struct APIDependencies: Sendable {
     package var stripeWebhookSecret: String?
     /// `OPS_USER` / `OPS_PASSWORD`: serve the operators' dashboard at `/ops/`; nil: `/ops/*` is 404.
     package var opsCredentials: OpsCredentials?
+    /// `TRUSTED_PROXIES`: whose forwarded client address the per-address limits count.
+    package var trustedProxies = TrustedProxies()
     /// `SMTP_URL`, `MAGIC_LINK_URL`, …: magic-link sign-in; nil: `auth/magic-link/request` is not configured.
     package var magicLink: MagicLinkSettings?
     /// `APPSTORE_*`: how App Store payloads are verified and mapped; nil: the App Store routes are not configured.
@@ -77,6 +79,7 @@ package enum APIServer {
         }
         let errors = ErrorEnvelopeMiddleware<APIContext>()
         router.add(middleware: errors)
+        router.add(middleware: ClientAddressMiddleware(proxies: dependencies.trustedProxies))
         let api = RouteTable(router: router)
         let authenticator = Authenticator(accounts: dependencies.accounts)
         let database = dependencies.database
@@ -90,23 +93,29 @@ package enum APIServer {
         MagicLinkRoutes(accounts: dependencies.accounts, queue: dependencies.queue, recorder: recorder, settings: dependencies.magicLink)
             .register(on: api)
         UserRoutes(accounts: dependencies.accounts, authenticator: authenticator).register(on: api)
-        MealsRoutes(database: database, authenticator: authenticator).register(on: api)
+        let idempotency = IdempotentRequests(database: database)
+        MealsRoutes(database: database, authenticator: authenticator, idempotency: idempotency).register(on: api)
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
         let results = ResultSettings(syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone)
         ChatRoutes(
-            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results,
+            idempotency: idempotency
         )
         .register(on: api)
         AnalyzeRoutes(
-            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results,
+            idempotency: idempotency
         )
         .register(on: api)
         JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)
-        DeviceRoutes(database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator)
-            .register(on: api)
+        DeviceRoutes(
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator,
+            idempotency: idempotency
+        )
+        .register(on: api)
         BillingRoutes(
             database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator,
             webhookSecret: dependencies.stripeWebhookSecret, settings: results

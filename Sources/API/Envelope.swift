@@ -28,8 +28,12 @@ enum Envelope {
     }
 
     static func success<Data: Encodable>(_ data: Data, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
-        let body = try StreamingJSONEncoder.api.encode(Success(data: data, meta: Meta(timestamp: Date())))
-        return response(status: status, body: body, headers: headers)
+        response(status: status, body: try successBytes(data), headers: headers)
+    }
+
+    /// A success envelope's bytes, for an answer that is also stored (an `Idempotency-Key` replay).
+    static func successBytes<Data: Encodable>(_ data: Data) throws -> [UInt8] {
+        try StreamingJSONEncoder.api.encode(Success(data: data, meta: Meta(timestamp: Date())))
     }
 
     static func failure(_ error: APIError) -> Response {

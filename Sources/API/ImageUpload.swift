@@ -11,6 +11,14 @@ struct ImageUpload {
     var contentType: String
     var metadata: [String: String]
 
+    /// What the photo is, however it was sent (JSON or multipart, any boundary): an `Idempotency-Key` retry of the
+    /// same photo matches it.
+    var fingerprint: [UInt8] {
+        Array(contentType.utf8) + [0]
+            + metadata.sorted { $0.key < $1.key }.flatMap { Array($0.key.utf8) + [0] + Array($0.value.utf8) + [0] }
+            + bytes
+    }
+
     static let maxImageBytes = 10_485_760
     static let metadataFields: [String: Int] = [
         "deviceModel": 100, "osVersion": 50, "appVersion": 50, "captureTimestamp": 40, "lighting": 50, "cameraFacing": 50,

@@ -20,4 +20,11 @@ package struct ChatQuota: Sendable {
             [userID, day, limit])
         return try rows.first?.decode("used")
     }
+
+    /// The day's count so far.
+    package func used(userID: String, day: String) async throws -> Int {
+        try await db.query(
+            "SELECT used FROM usage_counters WHERE user_id = $1 AND kind = 'chat' AND period = $2", [userID, day]
+        ).first?.decode("used") ?? 0
+    }
 }

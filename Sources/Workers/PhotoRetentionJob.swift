@@ -8,7 +8,7 @@ import Store
 /// `WorkerSettings.photoRetention`, oldest first, in short batches so no delete holds locks for long. Meals keep
 /// their rows (`meals.photo_id` is `ON DELETE SET NULL`). Idempotent: a re-run finds nothing left to delete.
 /// First it refunds the scans of analyses and the chats of chat jobs that died without running their handler
-/// (hourly, so none waits long).
+/// (hourly, so none waits long); last it deletes `Idempotency-Key`s older than their 24 hours.
 package struct PhotoRetentionJob: JobKind {
     package typealias Contract = PhotoRetentionContract
     package static let holdsDatabaseConnection = true
@@ -75,7 +75,10 @@ package struct PhotoRetentionJob: JobKind {
             batches += 1
         }
         try Task.checkCancellation()
-        context.logger.info("old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)"])
+        // Idempotency keys past their 24 hours: a retry that late is a new request.
+        let keys = try await IdempotencyKeys(services.database).deleteExpired()
+        context.logger.info(
+            "old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)", "idempotencyKeysDeleted": "\(keys)"])
         return .init(
             photosDeleted: deleted, batches: batches, scansRefunded: refunded, chatsRefunded: chatsRefunded,
             cutoff: ISO8601DateFormatter().string(from: cutoff))

@@ -141,7 +141,8 @@ import Workers
             router.add(middleware: ErrorEnvelopeMiddleware())
             DeviceRoutes(
                 database: api.database, queue: api.queue, waiter: api.dependencies.waiter,
-                authenticator: Authenticator(accounts: api.dependencies.accounts), wait: .milliseconds(300)
+                authenticator: Authenticator(accounts: api.dependencies.accounts),
+                idempotency: IdempotentRequests(database: api.database), wait: .milliseconds(300)
             ).register(on: RouteTable(router: router))
             let waited = try await Application(router: router).test(.router) { shortClient in
                 try await shortClient.call(

@@ -8,13 +8,15 @@ import Store
 
 /// `POST analyze` (seed 001): the photo is stored in Postgres and a scan reserved in one transaction (none left:
 /// `NO_SCANS_REMAINING`, nothing stored), then an `analysis` job runs. The answer is seed 001's body when the job
-/// finishes within the short wait, else 202 with the job (`Prefer: respond-async` asks for that at once).
+/// finishes within the short wait, else 202 with the job (`Prefer: respond-async` asks for that at once). With an
+/// `Idempotency-Key`, a retry of the same photo answers with the first request's job and charges nothing more.
 struct AnalyzeRoutes {
     let database: PostgresClient
     let queue: JobQueue
     let waiter: JobWaiter
     let authenticator: Authenticator
     let settings: ResultSettings
+    let idempotency: IdempotentRequests
 
     func register(on api: RouteTable) {
         api.post("analyze", analyze)
@@ -34,6 +36,25 @@ struct AnalyzeRoutes {
     func analyze(_ request: Request, _ context: APIContext) async throws -> Response {
         let user = try await authenticator.caller(request).user
         let upload = try await ImageUpload.read(request)
+        let key: IdempotentRequests.Key?
+        switch try await idempotency.start(request, userID: user.id, route: "analyze", fingerprint: upload.fingerprint) {
+        case .job(let id): return try await answer(request, job: id, user: user)
+        case .replay(let response): return response
+        case .owner(let owned): key = owned
+        case .unkeyed: key = nil
+        }
+        do {
+            let id = try await start(upload, user: user, key: key)
+            return try await answer(request, job: id, user: user)
+        } catch {
+            // Only a request that never got its job gives the key back (`release` keeps a key with a job).
+            if let key { await idempotency.release(key) }
+            throw error
+        }
+    }
+
+    /// Reserves the scan and stores the photo, then enqueues the analysis: its job.
+    private func start(_ upload: ImageUpload, user: User, key: IdempotentRequests.Key?) async throws -> JobID {
         let now = Date()
         let photoID: Int64? = try await database.transaction { tx in
             guard try await ScanQuota(tx).reserve(userID: user.id, now: now, timeZone: settings.scanResetTimeZone) else { return nil }
@@ -59,13 +80,19 @@ struct AnalyzeRoutes {
             else { throw StoreError("the analysis of photo \(photoID) was not enqueued") }
             id = enqueued
             try await ScanReservations(database).attach(photoID: photoID, jobID: id.rawValue)
+            if let key { try await idempotency.attach(key, job: id) }
         } catch {
             // Nothing half-done: without a job the scan goes back and the photo goes away.
             _ = try? await ScanReservations(database).refund(photoID: photoID)
             _ = try? await database.execute("DELETE FROM meal_photos WHERE id = $1", [photoID])
             throw error
         }
-        return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
+        return id
+    }
+
+    /// Seed 001's answer from the analysis job: its result when it finishes within the wait, else 202.
+    private func answer(_ request: Request, job id: JobID, user: User) async throws -> Response {
+        try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
             guard let result = try? record.result(as: AnalysisContract.self) else {
                 throw StoreError("analysis job \(id) succeeded without a result")
             }

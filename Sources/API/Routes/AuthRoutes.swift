@@ -89,8 +89,9 @@ struct AuthRoutes {
         } catch AccountError.invalidInput(let field, let message) {
             throw APIError.validation(field, message)
         } catch AccountError.emailTaken {
+            // 400, as seed 004 (US-002) says and seed 001's status set allows: an app built to them branches on it.
             throw APIError(
-                .conflict, "EMAIL_ALREADY_REGISTERED", "An account with this email already exists", details: ["field": "email"])
+                .badRequest, "EMAIL_ALREADY_REGISTERED", "An account with this email already exists", details: ["field": "email"])
         }
     }
 

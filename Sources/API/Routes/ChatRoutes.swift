@@ -8,13 +8,15 @@ import Store
 
 /// `chat` (seed 001): the message is counted against the day's limit (the user's time zone; none left:
 /// `CHAT_LIMIT_REACHED`), then a `chat` job asks the AI; the answer comes like `analyze`'s (200 within the short
-/// wait, else 202 with the job). `chat/history`: the caller's conversation, newest first.
+/// wait, else 202 with the job; with an `Idempotency-Key`, a retry answers with the first request's job and counts
+/// nothing more). `chat/history`: the caller's conversation, newest first.
 struct ChatRoutes {
     let database: PostgresClient
     let queue: JobQueue
     let waiter: JobWaiter
     let authenticator: Authenticator
     let settings: ResultSettings
+    let idempotency: IdempotentRequests
 
     static let maxMessageLength = 1000
 
@@ -35,6 +37,25 @@ struct ChatRoutes {
         struct Body: Decodable { var message: String }
         let body = try await JSONBody.decode(Body.self, from: request, allowedKeys: ["message"])
         let message = try Field.text(body.message, "message", max: Self.maxMessageLength, required: true)!
+        let limit = user.tier.chatsPerDay
+        let key: IdempotentRequests.Key?
+        switch try await idempotency.start(request, userID: user.id, route: "chat", fingerprint: Array(message.utf8)) {
+        case .job(let id): return try await answer(request, job: id, user: user, used: nil)
+        case .replay(let response): return response
+        case .owner(let owned): key = owned
+        case .unkeyed: key = nil
+        }
+        do {
+            let (id, used) = try await start(message, user: user, key: key)
+            return try await answer(request, job: id, user: user, used: used)
+        } catch {
+            if let key { await idempotency.release(key) }
+            throw error
+        }
+    }
+
+    /// Counts the chat against the day and enqueues its job: the job, and the day's count with this chat.
+    private func start(_ message: String, user: User, key: IdempotentRequests.Key?) async throws -> (JobID, used: Int) {
         let limit = user.tier.chatsPerDay
         let day = UsageCounters.day(of: Date(), in: user.calendarTimeZone)
         let messageID = UUID.randomV4().lowercasedString
@@ -62,18 +83,31 @@ struct ChatRoutes {
             }
             id = enqueued
             try await ChatReservations(database).attach(messageID: messageID, jobID: id.rawValue)
+            if let key { try await idempotency.attach(key, job: id) }
         } catch {
             // Nothing half-done: without a job the chat goes back.
             _ = try? await ChatReservations(database).refund(messageID: messageID)
             throw error
         }
+        return (id, used)
+    }
+
+    /// Seed 001's answer from the chat job. `used` (the day's count when the chat was taken) stands in for the usage a
+    /// job result from before usage was stored lacks; a replay that does not know it reads today's counter.
+    private func answer(_ request: Request, job id: JobID, user: User, used: Int?) async throws -> Response {
+        let limit = user.tier.chatsPerDay
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
             guard let stored = try? record.result(as: ChatContract.self) else {
                 throw StoreError("chat job \(id) succeeded without a result")
             }
+            var count = used
+            if stored.usage == nil, count == nil {
+                count = try await ChatQuota(database).used(userID: user.id, day: UsageCounters.day(of: Date(), in: user.calendarTimeZone))
+            }
+            let taken = count ?? 0
             let usage =
                 stored.usage
-                ?? .init(remainingChats: limit.map { max(0, $0 - used) }, totalUsedToday: used, subscriptionTier: user.tier.rawValue)
+                ?? .init(remainingChats: limit.map { max(0, $0 - taken) }, totalUsedToday: taken, subscriptionTier: user.tier.rawValue)
             return try Envelope.success(
                 Answer(
                     response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions, usage: usage))

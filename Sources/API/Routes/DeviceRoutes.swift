@@ -10,12 +10,14 @@ import Queue
 /// The answer keeps seed 001's synchronous shape when the job finishes within `wait` (200 with the row's real
 /// `deviceId`); when it does not, or the client sent `Prefer: respond-async`, it is 202 with the job id and
 /// `Location: /jobs/{id}`. Authentication is optional, but a token that is sent must be valid: a device is the
-/// user's only when the caller proved who they are.
+/// user's only when the caller proved who they are. `devices/register` honours `Idempotency-Key` (per user; callers
+/// without a token share one key space): a retry answers with the first request's job.
 struct DeviceRoutes {
     let database: PostgresClient
     let queue: JobQueue
     let waiter: JobWaiter
     let authenticator: Authenticator
+    let idempotency: IdempotentRequests
     /// How long a request waits for its job before answering 202.
     var wait: Duration = .seconds(5)
 
@@ -65,7 +67,30 @@ struct DeviceRoutes {
             deviceModel: try Field.text(body.deviceModel, "deviceModel", max: 100),
             osVersion: try Field.text(body.osVersion, "osVersion", max: 50),
             appVersion: try Field.text(body.appVersion, "appVersion", max: 50))
-        let (id, record) = try await run(parameters, owner: owner, request)
+        let fingerprint = IdempotentRequests.fingerprint([
+            platform.rawValue, token, parameters.deviceModel, parameters.osVersion, parameters.appVersion,
+        ])
+        let key: IdempotentRequests.Key?
+        switch try await idempotency.start(request, userID: owner, route: "devices/register", fingerprint: fingerprint) {
+        case .job(let id): return try await registration(id, request)
+        case .replay(let response): return response
+        case .owner(let owned): key = owned
+        case .unkeyed: key = nil
+        }
+        let id: JobID
+        do {
+            id = try await enqueue(parameters, owner: owner)
+            if let key { try await idempotency.attach(key, job: id) }
+        } catch {
+            if let key { await idempotency.release(key) }
+            throw error
+        }
+        return try await registration(id, request)
+    }
+
+    /// The answer of a registration job: the device's id once it is stored, else 202.
+    private func registration(_ id: JobID, _ request: Request) async throws -> Response {
+        let record = try await outcome(of: id, request)
         if let record, record.status == .succeeded, let deviceID = try record.result(as: PushRegistrationContract.self)?.deviceId {
             return try Envelope.success(Registered(registered: true, deviceId: deviceID))
         }
@@ -77,7 +102,8 @@ struct DeviceRoutes {
         let body = try await JSONBody.decode(UnregisterBody.self, from: request, allowedKeys: ["deviceToken"])
         // Either platform's format: the row is found by token alone.
         let token = try Field.text(body.deviceToken, "deviceToken", max: DevicePlatform.maxTokenLength, required: true)!
-        let (id, record) = try await run(.init(action: .unregister, token: token), owner: owner, request)
+        let id = try await enqueue(.init(action: .unregister, token: token), owner: owner)
+        let record = try await outcome(of: id, request)
         if record?.status == .succeeded {
             return try Envelope.success(Unregistered(unregistered: true))
         }
@@ -94,23 +120,24 @@ struct DeviceRoutes {
         }
     }
 
-    /// Enqueues the job and waits for it (unless the client asked not to): its id and its record as it stands then;
-    /// no record when Redis went away after the job was accepted (the client gets the job, 202, not a 503 that would
-    /// make it register again).
-    private func run(
-        _ parameters: PushRegistrationContract.Parameters, owner: String?, _ request: Request
-    ) async throws -> (id: JobID, record: JobRecord?) {
+    private func enqueue(_ parameters: PushRegistrationContract.Parameters, owner: String?) async throws -> JobID {
         let result = try await queue.enqueue(
             PushRegistrationContract.self, parameters, options: EnqueueOptions(owner: owner, indexed: true))
         guard let id = result.id else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration was not queued") }
+        return id
+    }
+
+    /// Waits for the job (unless the client asked not to): its record as it stands then; none when Redis went away
+    /// after the job was accepted (the client gets the job, 202, not a 503 that would make it register again).
+    private func outcome(of id: JobID, _ request: Request) async throws -> JobRecord? {
         // RFC 7240: the client would rather have the job id now than wait.
         let respondAsync = request.headers[values: HTTPField.Name("Prefer")!].contains { $0.lowercased().contains("respond-async") }
         do {
             let waited = respondAsync ? try await queue.record(id) : try await waiter.wait(for: id, timeout: wait)
             guard let record = waited else { throw APIError(.internalServerError, "SERVER_ERROR", "the registration job vanished") }
-            return (id, record)
+            return record
         } catch  where APIError.isOutage(error) {
-            return (id, nil)
+            return nil
         }
     }
 

@@ -4,10 +4,12 @@ import JSON
 import Postgres
 import Store
 
-/// `meals` (history, limited to the tier's window) and `meals/sync` (offline-first delta sync, server wins).
+/// `meals` (history, limited to the tier's window) and `meals/sync` (offline-first delta sync, server wins; with an
+/// `Idempotency-Key`, a retry replays the first answer).
 struct MealsRoutes {
     let database: PostgresClient
     let authenticator: Authenticator
+    let idempotency: IdempotentRequests
 
     func register(on api: RouteTable) {
         api.get("meals", list)
@@ -103,10 +105,34 @@ struct MealsRoutes {
         if Set(meals.map(\.localId)).count != meals.count {
             throw APIError.validation("localMeals", "localId values must be unique within one sync")
         }
+        let fields: [String?] = meals.flatMap { meal -> [String?] in
+            [meal.localId, meal.name, "\(meal.carbEstimate)", meal.confidenceLevel.map { "\($0)" }, Timestamp.format(meal.createdAt)]
+        }
+        let fingerprint = IdempotentRequests.fingerprint([body.lastSyncTimestamp.map(Timestamp.format)] + fields)
+        switch try await idempotency.start(request, userID: caller.user.id, route: "meals/sync", fingerprint: fingerprint) {
+        case .job, .unkeyed:
+            return Envelope.response(
+                status: .ok, body: try await sync(meals, since: body.lastSyncTimestamp, user: caller.user), headers: [:])
+        case .replay(let response):
+            return response
+        case .owner(let key):
+            do {
+                let answer = try await sync(meals, since: body.lastSyncTimestamp, user: caller.user)
+                try await idempotency.complete(key, status: .ok, body: answer)
+                return Envelope.response(status: .ok, body: answer, headers: [:])
+            } catch {
+                await idempotency.release(key)
+                throw error
+            }
+        }
+    }
+
+    /// Stores the local meals (all or none) and answers with the changes since `since`: the answer's bytes.
+    private func sync(_ meals: [LocalMeal], since: Date?, user: User) async throws -> [UInt8] {
         let synced = try await database.transaction { tx in
             var synced: [(SyncResult.Synced, inserted: Bool)] = []
             for meal in meals {
-                let (id, inserted) = try await Meals(tx).upsertLocal(userID: caller.user.id, meal)
+                let (id, inserted) = try await Meals(tx).upsertLocal(userID: user.id, meal)
                 synced.append((.init(localId: meal.localId, serverId: id), inserted))
             }
             return synced
@@ -114,9 +140,8 @@ struct MealsRoutes {
         // The client already has the meals it just sent; a localId the server knew comes back in the server's version.
         let justSynced = Set(synced.filter(\.inserted).map(\.0.serverId))
         let changes = try await Meals(database).changes(
-            userID: caller.user.id, since: body.lastSyncTimestamp, windowStart: Self.historyStart(for: caller.user.tier),
-            limit: Self.maxModifiedMeals)
-        return try Envelope.success(
+            userID: user.id, since: since, windowStart: Self.historyStart(for: user.tier), limit: Self.maxModifiedMeals)
+        return try Envelope.successBytes(
             SyncResult(
                 modifiedMeals: changes.meals.filter { !justSynced.contains($0.id) }.map(MealDTO.init),
                 syncedLocalMeals: synced.map(\.0), serverTimestamp: changes.next, hasMore: changes.hasMore))
