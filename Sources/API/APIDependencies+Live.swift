@@ -32,6 +32,7 @@ extension APIDependencies {
         dependencies.syncWait = settings.syncWait
         dependencies.idleTimeout = settings.idleTimeout
         dependencies.scanResetTimeZone = settings.scanResetTimeZone
+        dependencies.photoRetention = settings.photoRetention
         dependencies.appStore = serve.appStore
         dependencies.magicLink = serve.magicLink
         return dependencies

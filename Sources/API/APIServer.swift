@@ -37,6 +37,8 @@ package struct APIDependencies: Sendable {
     package var idleTimeout: Duration = .seconds(30)
     /// The zone of scan-reset midnights (`SCAN_RESET_TIMEZONE`, default UTC), as the scheduler uses.
     package var scanResetTimeZone: TimeZone = .gmt
+    /// How long photos are kept (`PHOTO_RETENTION_DAYS`, default 30): bounds how long the app may cache a meal image.
+    package var photoRetention: Duration = .seconds(30 * 86_400)
     package var logger: Logger
 
     package init(
@@ -94,7 +96,10 @@ package enum APIServer {
             .register(on: api)
         UserRoutes(accounts: dependencies.accounts, authenticator: authenticator).register(on: api)
         let idempotency = IdempotentRequests(database: database)
-        MealsRoutes(database: database, authenticator: authenticator, idempotency: idempotency).register(on: api)
+        MealsRoutes(
+            database: database, authenticator: authenticator, idempotency: idempotency, photoRetention: dependencies.photoRetention
+        )
+        .register(on: api)
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
         let results = ResultSettings(syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone)

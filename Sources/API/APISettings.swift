@@ -19,6 +19,8 @@ package struct APISettings: Sendable {
     package var loginWebhookConfigured = false
     /// `STRIPE_WEBHOOK_SECRET`.
     package var stripeWebhookSecret: String?
+    /// `PHOTO_RETENTION_DAYS` (as the workers read it): a meal image is cached no longer than its photo is kept.
+    package var photoRetention: Duration = .seconds(30 * 86_400)
     /// `OPS_USER` and `OPS_PASSWORD`: the operators' dashboard at `/ops/`; nil (both unset): no dashboard (404).
     package var opsCredentials: OpsCredentials?
     /// `TRUSTED_PROXIES`: comma-separated CIDR blocks of the reverse proxies whose forwarded client address counts.
@@ -37,6 +39,7 @@ package struct APISettings: Sendable {
         api.scanResetTimeZone = try settings.timeZone("SCAN_RESET_TIMEZONE", default: api.scanResetTimeZone)
         api.loginWebhookConfigured = settings.text("LOGIN_WEBHOOK_URL") != nil
         api.stripeWebhookSecret = settings.text("STRIPE_WEBHOOK_SECRET")
+        api.photoRetention = .seconds(try settings.integer("PHOTO_RETENTION_DAYS", default: 30, in: 1...36_500) * 86_400)
         api.opsCredentials = try OpsCredentials.fromEnvironment(settings)
         if let text = settings.text("TRUSTED_PROXIES") {
             guard let proxies = TrustedProxies(parsing: text) else {

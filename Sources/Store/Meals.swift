@@ -10,11 +10,13 @@ package struct Meal: Sendable, Equatable {
     package var confidenceHigh: Double?
     package var confidenceLevel: Double?
     package var analysis: String?
+    /// The stored photo of an analysed meal; nil for a meal made offline, and once retention deleted the photo.
+    package var photoID: Int64?
     package var createdAt: Date
     package var updatedAt: Date
 
     static let columns =
-        "id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, created_at, updated_at"
+        "id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, photo_id, created_at, updated_at"
 
     init(row: PostgresRow) throws {
         id = try row.decode("id")
@@ -25,6 +27,7 @@ package struct Meal: Sendable, Equatable {
         confidenceHigh = try row.decode("confidence_high")
         confidenceLevel = try row.decode("confidence_level")
         analysis = try row.decode("analysis")
+        photoID = try row.decode("photo_id")
         createdAt = try row.decode("created_at")
         updatedAt = try row.decode("updated_at")
     }

@@ -10,6 +10,7 @@ import Testing
         (["serve", "--port", "0"], "SYNC_WAIT_SECONDS", "99"), (["serve", "--port", "0"], "LOGIN_MAX_FAILURES", "ten"),
         (["serve", "--port", "0"], "HTTP_IDLE_TIMEOUT_SECONDS", "0"), (["serve", "--port", "0"], "SCAN_RESET_TIMEZONE", "Europe/Berln"),
         (["serve", "--port", "0"], "MAGIC_LINK_MAX_PER_IP", "-3"), (["serve"], "CARBSCAN_PORT", "http"),
+        (["serve", "--port", "0"], "PHOTO_RETENTION_DAYS", "0"),
         (["work"], "AI_MAX_TOKENS_CHAT", "lots"), (["work"], "PHOTO_RETENTION_DAYS", "0"), (["work"], "STRIPE_PRICE_TIERS", "price_a"),
         (["schedule"], "SCAN_RESET_TIMEZONE", "Mars/Olympus"), (["serve", "--port", "0"], "CARBSCAN_DURABLE_ENQUEUE", "one"),
         (["work"], "CARBSCAN_DURABLE_ENQUEUE", "17"), (["jobs", "enqueue", "noop"], "CARBSCAN_DURABLE_TIMEOUT_MS", "0"),

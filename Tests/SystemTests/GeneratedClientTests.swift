@@ -65,6 +65,15 @@ import Testing
             let meals = try await client.listMeals(query: .init(limit: 10))
             #expect(try meals.ok.body.json.value2.data.meals.count == 2)
 
+            // The meal's photo, as the app shows it and caches it: the bytes, then a revalidation by ETag.
+            let meal = try #require(try meals.ok.body.json.value2.data.meals.first { $0.id == analysis.mealId })
+            #expect(meal.imageUrl == "/api/mobile/v1/meals/\(analysis.mealId)/image")
+            let image = try await client.getMealImage(path: .init(id: Int64(analysis.mealId))).ok
+            #expect(try await Data(collecting: image.body.image, upTo: 1 << 20) == jpeg)
+            let revalidated = try await client.getMealImage(
+                path: .init(id: Int64(analysis.mealId)), headers: .init(ifNoneMatch: image.headers.eTag))
+            if case .notModified = revalidated {} else { Issue.record("a current copy was sent again: \(revalidated)") }
+
             // A chat asked asynchronously: 202, then the helper follows it to its end.
             let accepted = try await client.sendChatMessage(
                 headers: .init(prefer: "respond-async"), body: .json(.init(message: "Carbs in rice?")))

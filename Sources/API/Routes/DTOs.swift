@@ -25,12 +25,14 @@ struct UserDTO: Encodable {
 }
 
 /// A meal in history and sync answers. `confidenceLevel` is a string, as seed 001's history example has it.
+/// `imageUrl` is the path of its photo (`GET meals/{id}/image`) while the photo is kept, null without one.
 struct MealDTO: Encodable {
     var id: Int64
     @Nullable var localId: String?
     var name: String
     var carbEstimate: Double
     @Nullable var confidenceLevel: String?
+    @Nullable var imageUrl: String?
     var createdAt: Date
     var updatedAt: Date
 
@@ -40,6 +42,7 @@ struct MealDTO: Encodable {
         name = meal.name
         carbEstimate = meal.carbEstimate
         confidenceLevel = meal.confidenceLevel.map { String(format: "%.2f", $0) }
+        imageUrl = meal.photoID == nil ? nil : MealsRoutes.imagePath(ofMeal: meal.id)
         createdAt = meal.createdAt
         updatedAt = meal.updatedAt
     }

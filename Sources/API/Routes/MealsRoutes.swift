@@ -4,16 +4,20 @@ import JSON
 import Postgres
 import Store
 
-/// `meals` (history, limited to the tier's window) and `meals/sync` (offline-first delta sync, server wins; with an
-/// `Idempotency-Key`, a retry replays the first answer).
+/// `meals` (history, limited to the tier's window), `meals/sync` (offline-first delta sync, server wins; with an
+/// `Idempotency-Key`, a retry replays the first answer) and `meals/{id}/image` (a meal's photo,
+/// `MealsRoutes+Image.swift`).
 struct MealsRoutes {
     let database: PostgresClient
     let authenticator: Authenticator
     let idempotency: IdempotentRequests
+    /// `PHOTO_RETENTION_DAYS`: an image is cached no longer than its photo is kept.
+    let photoRetention: Duration
 
     func register(on api: RouteTable) {
         api.get("meals", list)
         api.post("meals/sync", sync)
+        api.get("meals/:id/image", image)
     }
 
     struct Page: Encodable {
