@@ -5,7 +5,8 @@ import NIOCore
 
 /// A food photo sent to `POST /analyze`: JSON `{imageBase64, metadata}` (seed 001) or `multipart/form-data` with an
 /// `image` file part and an optional `metadata` JSON part. At most `maxImageBytes` decoded (413 otherwise, by the
-/// declared size before anything is read whole); JPEG, PNG, HEIC or WebP, recognised by their magic bytes.
+/// declared size before anything is read whole); JPEG, PNG, HEIC or WebP, recognised by their magic bytes. Every 413
+/// here states the image's limit, as the document's `ImageTooLarge` does, whichever size gave it away.
 struct ImageUpload {
     var bytes: [UInt8]
     var contentType: String
@@ -35,7 +36,8 @@ struct ImageUpload {
         }
         // Base64 takes 4 bytes for every 3; room for the metadata besides.
         let limit = (maxImageBytes + 2) / 3 * 4 + 64 * 1024
-        let body = try await JSONBody.decode(Body.self, from: request, allowedKeys: ["imageBase64", "metadata"], limit: limit)
+        let body = try await JSONBody.decode(
+            Body.self, from: request, allowedKeys: ["imageBase64", "metadata"], limit: limit, tooLarge: tooLarge())
         var text = Substring(body.imageBase64)
         if text.hasPrefix("data:"), let comma = text.firstIndex(of: ",") { text = text[text.index(after: comma)...] }
         let decodedSize = text.utf8.count / 4 * 3
@@ -71,7 +73,7 @@ struct ImageUpload {
 
     static func tooLarge() -> APIError {
         APIError(
-            .contentTooLarge, "PAYLOAD_TOO_LARGE", "the image is larger than \(maxImageBytes) bytes",
+            .contentTooLarge, "PAYLOAD_TOO_LARGE", "the image is larger than \(maxImageBytes >> 20) MiB (\(maxImageBytes) bytes)",
             details: ["limit": .int(maxImageBytes)])
     }
 
@@ -97,7 +99,7 @@ struct ImageUpload {
                 .map({ String($0.dropFirst("boundary=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }),
             !boundary.isEmpty
         else { throw APIError(.badRequest, "VALIDATION_ERROR", "multipart/form-data needs a boundary") }
-        let buffer = try await JSONBody.collect(request, limit: maxImageBytes + 64 * 1024)
+        let buffer = try await JSONBody.collect(request, limit: maxImageBytes + 64 * 1024, tooLarge: tooLarge())
         var parts: [(headers: [String: String], body: [UInt8])] = []
         var headers: [String: String] = [:]
         var body: [UInt8] = []

@@ -8,15 +8,16 @@ import JSON
 enum JSONBody {
     /// Refuses a body over `limit` bytes with 413: by its Content-Length before reading anything, else as soon as
     /// the bytes read pass the limit.
-    static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
+    /// - Parameter tooLarge: the refusal, when the route states its limit otherwise (an image's decoded size).
+    static func collect(_ request: Request, limit: Int, tooLarge oversize: APIError? = nil) async throws -> ByteBuffer {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            throw tooLarge(limit)
+            throw oversize ?? tooLarge(limit)
         }
         do {
             return try await request.body.collect(upTo: limit)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             // NIO's too-many-bytes error, from a body sent without Content-Length (chunked).
-            throw tooLarge(limit)
+            throw oversize ?? tooLarge(limit)
         }
     }
 
@@ -29,9 +30,9 @@ enum JSONBody {
     /// - Parameter emptyIsObject: an empty body reads as `{}` (for endpoints whose fields are all optional).
     static func decode<T: Decodable>(
         _ type: T.Type, from request: Request, allowedKeys: Set<String>? = nil, limit: Int = APIContext.maxJSONBodyBytes,
-        emptyIsObject: Bool = false
+        tooLarge oversize: APIError? = nil, emptyIsObject: Bool = false
     ) async throws -> T {
-        let buffer = try await collect(request, limit: limit)
+        let buffer = try await collect(request, limit: limit, tooLarge: oversize)
         let blank = buffer.readableBytesView.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
         do {
             let value: JSONValue

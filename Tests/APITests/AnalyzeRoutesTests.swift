@@ -103,6 +103,50 @@ import Workers
         }
     }
 
+    /// Every 413 of `POST analyze` states the image's limit, 10 MiB, in its message and `details.limit`, as the
+    /// document's `ImageTooLarge` does, whichever size gave it away: the document said 1 MiB (the other routes' body
+    /// limit), and the body-size refusals named the body's limit instead.
+    @Test func everyTooLargeImageIsRefusedWithTheDocumentedLimit() async throws {
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let document = try await OpenAPITests.servedDocument(client)
+            let operation = try #require(document.operations.first { $0.method == "POST" && $0.path == "/api/mobile/v1/analyze" })
+            let documented = try #require(operation.responses["413"].flatMap(document.dereferenced))
+            guard case .string(let description)? = documented["description"] else { throw TestFailure("no 413 description") }
+            #expect(description.contains("10 MiB (10485760 bytes)"), "\(description)")
+            let example = try #require(documented["content"]?["application/json"]?["example"]?["error"])
+            #expect(example["message"] == .string("the image is larger than 10 MiB (10485760 bytes)"))
+            #expect(example["details"]?["limit"] == .int(10_485_760))
+
+            let boundary = "b0undary"
+            let multipart =
+                Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"image\"; filename=\"meal\"\r\n\r\n".utf8)
+                + Self.jpeg + Array(repeating: 0x42, count: 10_551_296) + Array("\r\n--\(boundary)--\r\n".utf8)
+            let refusals = [
+                // Base64 of more than 10 MiB, in a body the JSON limit takes: refused by the decoded size.
+                try await client.call(
+                    .post, "analyze", token: account.accessToken, body: #"{"imageBase64":"\#(String(repeating: "A", count: 14_000_000))"}"#,
+                    headers: [.contentType: "application/json"]),
+                // A JSON body over its limit: refused by its Content-Length.
+                try await client.call(
+                    .post, "analyze", token: account.accessToken, body: #"{"imageBase64":"\#(String(repeating: "A", count: 14_100_000))"}"#,
+                    headers: [.contentType: "application/json"]),
+                // A multipart body over its limit.
+                try await client.call(
+                    .post, "analyze", token: account.accessToken, bytes: multipart,
+                    headers: [.contentType: "multipart/form-data; boundary=\(boundary)"]),
+            ]
+            for refused in refusals {
+                #expect(refused.status == 413 && refused.errorCode == "PAYLOAD_TOO_LARGE", "\(refused.text.prefix(300))")
+                #expect(refused.json["error"]["message"].string == "the image is larger than 10 MiB (10485760 bytes)")
+                #expect(refused.json["error"]["details"]["limit"].int == 10_485_760)
+                let schema = try #require(document.responseSchema(operation, status: 413))
+                #expect(document.violations(of: try JSONValue(parsing: refused.text), against: schema) == [])
+            }
+            #expect(try await count(api, "meal_photos") == 0)
+        }
+    }
+
     @Test func scansRunOutWithTheSeedsDetails() async throws {
         try await TestAPI.run(environment: ["SYNC_WAIT_SECONDS": "0"]) { api, client in
             let account = try await api.register(client)
