@@ -113,7 +113,10 @@ package enum APIServer {
             idempotency: idempotency
         )
         .register(on: api)
-        JobRoutes(queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator).register(on: api)
+        JobRoutes(
+            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results
+        )
+        .register(on: api)
         LoginRoutes(queue: dependencies.queue, authenticator: authenticator, webhookConfigured: dependencies.loginWebhookConfigured)
             .register(on: api)
         DeviceRoutes(

@@ -147,6 +147,38 @@ import Workers
         }
     }
 
+    /// 202 and a poll give what the 200 gives: `GET jobs/{id}` of a succeeded analysis has the `AnalysisResult`, with
+    /// the scans left as of that answer (it had the job's `mealId` and `analysis` only, no `scanUsage`).
+    @Test func aPolledAnalysisJobCarriesTheBodyOfThe200() async throws {
+        let model = try await OpenAIServer.start(fallback: .json(Self.estimate))
+        defer { model.stop() }
+        try await TestAPI.run { api, client in
+            let account = try await api.register(client)
+            let accepted = try await client.call(
+                .post, "analyze", token: account.accessToken, json: ["imageBase64": Data(Self.jpeg).base64EncodedString()],
+                headers: [.init("Prefer")!: "respond-async"])
+            #expect(accepted.status == 202, "\(accepted.text)")
+            let jobID = try #require(accepted.data["jobId"].string)
+            let (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
+            let job = try await client.call(.get, "jobs/\(jobID)?wait=15", token: account.accessToken)
+            worker.stop()
+            try await task.value
+            #expect(job.data["status"].string == "succeeded", "\(job.text)")
+            let result = job.data["result"]
+            #expect(result.keys == ["analysis", "mealId", "scanUsage"])
+            #expect(result["analysis"]["carbEstimate"].double == 45)
+            #expect(result["scanUsage"]["remainingScans"].int == 2)
+            #expect(result["scanUsage"]["subscriptionTier"].string == "free")
+            #expect(result["scanUsage"]["scanResetDate"].string != nil)
+            let meals = try await client.call(.get, "meals", token: account.accessToken)
+            #expect(result["mealId"].int == meals.data["meals"][0]["id"].int)
+
+            let document = try await OpenAPITests.servedDocument(client)
+            let polled = try #require(try JSONValue(parsing: job.text)["data"]?["result"])
+            #expect(document.violations(of: polled, against: ["$ref": "#/components/schemas/AnalysisResult"]) == [])
+        }
+    }
+
     @Test func scansRunOutWithTheSeedsDetails() async throws {
         try await TestAPI.run(environment: ["SYNC_WAIT_SECONDS": "0"]) { api, client in
             let account = try await api.register(client)

@@ -53,6 +53,8 @@ import Workers
             try await task.value
             #expect(job.data["status"].string == "succeeded")
             #expect(job.data["type"].string == "chat")
+            // The body of the 200 (the stored history row id is not in it).
+            #expect(job.data["result"].keys == ["response", "messageType", "followUpQuestions", "usage"])
             #expect(job.data["result"]["messageType"].string == "carb_lookup")
             // The same `usage` as a sync 200 has (seed 001), as of the answer.
             #expect(job.data["result"]["usage"]["totalUsedToday"].int == 1)

@@ -96,12 +96,19 @@ struct AnalyzeRoutes {
             guard let result = try? record.result(as: AnalysisContract.self) else {
                 throw StoreError("analysis job \(id) succeeded without a result")
             }
-            let quota = try await ScanQuota(database).current(userID: user.id, now: Date(), timeZone: settings.scanResetTimeZone)
-            return try Envelope.success(
-                Result(
-                    analysis: result.analysis, mealId: result.mealId,
-                    scanUsage: .init(remainingScans: quota.remaining, scanResetDate: quota.resetDate, subscriptionTier: quota.tier.rawValue)
-                ))
+            return try Envelope.success(try await Result(result, userID: user.id, database: database, settings: settings))
         }
+    }
+}
+
+extension AnalyzeRoutes.Result {
+    /// The 200 of a finished analysis, for `POST analyze` and for `GET jobs/{id}` alike: the job's estimate and meal,
+    /// and the scans left as of this answer (so a client polling the job reads the same `scanUsage` the sync answer
+    /// would have given).
+    init(_ result: AnalysisContract.Result, userID: String, database: PostgresClient, settings: ResultSettings) async throws {
+        let quota = try await ScanQuota(database).current(userID: userID, now: Date(), timeZone: settings.scanResetTimeZone)
+        self.init(
+            analysis: result.analysis, mealId: result.mealId,
+            scanUsage: .init(remainingScans: quota.remaining, scanResetDate: quota.resetDate, subscriptionTier: quota.tier.rawValue))
     }
 }

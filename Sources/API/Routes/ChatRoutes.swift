@@ -25,11 +25,20 @@ struct ChatRoutes {
         api.get("chat/history", history)
     }
 
+    /// The 200 of an answered chat, for `POST chat` and for `GET jobs/{id}` alike (the stored result without its
+    /// history row id).
     struct Answer: Encodable {
         var response: String
         var messageType: String
         var followUpQuestions: [String]
         var usage: ChatContract.Usage
+
+        init(_ stored: ChatContract.Result, usage: ChatContract.Usage) {
+            self.response = stored.response
+            self.messageType = stored.messageType
+            self.followUpQuestions = stored.followUpQuestions
+            self.usage = usage
+        }
     }
 
     func send(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -108,9 +117,7 @@ struct ChatRoutes {
             let usage =
                 stored.usage
                 ?? .init(remainingChats: limit.map { max(0, $0 - taken) }, totalUsedToday: taken, subscriptionTier: user.tier.rawValue)
-            return try Envelope.success(
-                Answer(
-                    response: stored.response, messageType: stored.messageType, followUpQuestions: stored.followUpQuestions, usage: usage))
+            return try Envelope.success(Answer(stored, usage: usage))
         }
     }
 

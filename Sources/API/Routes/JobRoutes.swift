@@ -1,15 +1,19 @@
 import Foundation
 import Hummingbird
 import JSON
+import JobContracts
+import Postgres
 import Queue
 
 /// `jobs/{id}[?wait=N]`: a job's status and result, to its owner only (`DELETE` cancels it); anyone else's job, or no job, is
 /// `NOT_FOUND` (the same answer, so ids cannot be probed). `wait` (seconds, ≤ 30) long-polls until the job
-/// finishes.
+/// finishes. A succeeded `analysis` or `chat` job's result is what `POST analyze` or `POST chat` would have answered.
 struct JobRoutes {
+    let database: PostgresClient
     let queue: JobQueue
     let waiter: JobWaiter
     let authenticator: Authenticator
+    let settings: ResultSettings
 
     func register(on api: RouteTable) {
         api.get("jobs/:id", show)
@@ -21,11 +25,27 @@ struct JobRoutes {
         var type: String
         var status: String
         var attempts: Int
-        var result: JSONValue?
+        var result: Result?
         var error: String?
         var enqueuedAt: Date
         var startedAt: Date?
         var finishedAt: Date?
+
+        /// What a job returned, as the app reads it.
+        enum Result: Encodable {
+            /// The JSON its handler returned (text that is not JSON as a string): any kind the app has no type for.
+            case stored(JSONValue)
+            case analysis(AnalyzeRoutes.Result)
+            case chat(ChatRoutes.Answer)
+
+            func encode(to encoder: any Encoder) throws {
+                switch self {
+                case .stored(let value): try value.encode(to: encoder)
+                case .analysis(let result): try result.encode(to: encoder)
+                case .chat(let answer): try answer.encode(to: encoder)
+                }
+            }
+        }
     }
 
     func show(_ request: Request, _ context: APIContext) async throws -> Response {
@@ -39,7 +59,29 @@ struct JobRoutes {
         {
             record = finished
         }
-        return try Envelope.success(Job(record))
+        return try Envelope.success(try await answer(record))
+    }
+
+    /// The job with a succeeded analysis's or chat's result in the shape of its endpoint's 200, so the 202 + poll path
+    /// gives an app the same types as the sync answer: the analysis's `scanUsage` is read now, as the sync answer reads
+    /// it when its job ends.
+    func answer(_ record: JobRecord) async throws -> Job {
+        var job = Job(record)
+        guard record.status == .succeeded, let owner = record.owner else { return job }
+        switch record.kind {
+        case AnalysisContract.name:
+            if let result = try? record.result(as: AnalysisContract.self) {
+                job.result = .analysis(try await AnalyzeRoutes.Result(result, userID: owner, database: database, settings: settings))
+            }
+        case ChatContract.name:
+            // A chat answered before usage was stored (nil) keeps what it stored: its usage is not known any more.
+            if let stored = try? record.result(as: ChatContract.self), let usage = stored.usage {
+                job.result = .chat(ChatRoutes.Answer(stored, usage: usage))
+            }
+        default:
+            break
+        }
+        return job
     }
 
     /// `DELETE jobs/{id}`: the owner cancels a job. A waiting one never runs (200, now `cancelled`); a running one's
@@ -71,7 +113,7 @@ extension JobRoutes.Job {
     init(_ record: JobRecord) {
         self.init(
             id: record.id.rawValue, type: record.kind, status: record.status.rawValue, attempts: record.attempts,
-            result: record.result.flatMap { try? JSONValue(parsing: $0) } ?? record.result.map(JSONValue.string),
+            result: (record.result.flatMap { try? JSONValue(parsing: $0) } ?? record.result.map(JSONValue.string)).map(Result.stored),
             error: record.error, enqueuedAt: record.enqueuedAt, startedAt: record.startedAt, finishedAt: record.finishedAt)
     }
 }
