@@ -28,10 +28,11 @@ extension Client {
                 throw UnexpectedAnswerError(operation: "GET jobs/\(id)", status: Self.status(output))
             }
             let job = try ok.body.json.value2.data
-            switch job.status {
+            // An open enum: a status this client does not know yet counts as not finished.
+            switch job.status.value1 {
             case .succeeded: return job
             case .failed, .cancelled: throw JobFailedError(job: job)
-            case .queued, .running, .retrying:
+            case .queued, .running, .retrying, nil:
                 if ContinuousClock.now >= deadline { throw CancellationError() }
             }
         }

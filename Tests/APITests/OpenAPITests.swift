@@ -118,6 +118,24 @@ import Testing
         }
     }
 
+    /// Every enum an app reads in an answer is open (`anyOf` the known values and any string), so a value a later
+    /// server adds (an error code, a tier, a job status) does not fail an app already shipped; every enum of a request
+    /// stays closed, since the server refuses what it does not know.
+    @Test func answerEnumsAreOpenAndRequestEnumsClosed() async throws {
+        try await TestAPI.run { _, client in
+            let document = try await Self.servedDocument(client)
+            let answers = document.enums(inResponses: true)
+            #expect(answers.contains { $0.location == "#/components/schemas/ErrorCode" && $0.open })
+            #expect(answers.filter(\.open).count >= 8)
+            let closed = answers.filter { !$0.open }.map(\.location)
+            #expect(closed.isEmpty, "closed enums in answers: \(closed)")
+            let requests = document.enums(inResponses: false)
+            #expect(requests.contains { $0.location.contains("provider") })
+            let open = requests.filter(\.open).map(\.location)
+            #expect(open.isEmpty, "open enums in requests: \(open)")
+        }
+    }
+
     /// The public answers a client sees first: `data` has exactly the documented members, all of the right types.
     @Test(arguments: ["health", "config"])
     func publicAnswersHaveTheDocumentedFields(path: String) async throws {

@@ -79,7 +79,7 @@ import Testing
                 headers: .init(prefer: "respond-async"), body: .json(.init(message: "Carbs in rice?")))
             let jobID = try accepted.accepted.body.json.value2.data.jobId
             let job = try await client.waitForJob(jobID)
-            #expect(job.status == .succeeded)
+            #expect(job.status.value1 == .succeeded)
             let history = try await client.getChatHistory()
             #expect(try history.ok.body.json.value2.data.messages.first?.messageType == "carb_lookup")
             let status = try await client.getSubscriptionStatus()

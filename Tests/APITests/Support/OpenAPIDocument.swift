@@ -146,6 +146,19 @@ struct OpenAPIDocument: Sendable {
                 }
             }
         }
+        if let alternatives = schema["anyOf"].flatMap(\.items) {
+            // An open enum is open for the apps that read it (a later server may add values); this server sends only
+            // the values it lists, so the check holds it to those.
+            let candidates = Self.isOpenEnum(alternatives) ? [alternatives[0]] : alternatives
+            let outcomes = candidates.map { violations(of: value, against: $0, at: path) }
+            if !outcomes.contains(where: \.isEmpty) {
+                problems.append("\(path): \(value.jsonString) matches no alternative of anyOf: \(outcomes.flatMap { $0 })")
+            }
+        }
+        if let alternatives = schema["oneOf"].flatMap(\.items) {
+            let matching = alternatives.filter { violations(of: value, against: $0, at: path).isEmpty }.count
+            if matching != 1 { problems.append("\(path): \(value.jsonString) matches \(matching) alternatives of oneOf, not one") }
+        }
         if let allowed = schema["enum"].flatMap(\.items), !allowed.contains(value) {
             problems.append("\(path): \(value.jsonString) is not one of \(JSONValue.array(allowed).jsonString)")
         }
@@ -185,6 +198,50 @@ struct OpenAPIDocument: Sendable {
             break
         }
         return problems
+    }
+
+    /// `anyOf: [{type: string, enum: [...]}, {type: string}]`: the known values, and any other a later server adds.
+    static func isOpenEnum(_ alternatives: [JSONValue]) -> Bool {
+        alternatives.count == 2 && alternatives[0]["enum"] != nil && alternatives[1] == .object(["type": .string("string")])
+    }
+
+    /// The enums (of more than one value: one value is a constant) in the schemas of every operation's answers
+    /// (`responses: true`) or requests, references followed, as `(where, open)`.
+    func enums(inResponses responses: Bool) -> [(location: String, open: Bool)] {
+        var found: [(location: String, open: Bool)] = []
+        var visited: Set<String> = []
+        func walk(_ node: JSONValue, _ location: String) {
+            switch node {
+            case .object(let members):
+                if case .string(let ref) = members["$ref"] {
+                    if visited.insert(ref).inserted, let target = resolve(ref) { walk(target, ref) }
+                    return
+                }
+                if let alternatives = members["anyOf"].flatMap(\.items), Self.isOpenEnum(alternatives) {
+                    found.append((location, true))
+                    return
+                }
+                if let values = members["enum"].flatMap(\.items), values.count > 1 { found.append((location, false)) }
+                for (key, member) in members where key != "example" && key != "examples" { walk(member, "\(location)/\(key)") }
+            case .array(let items):
+                for (index, item) in items.enumerated() { walk(item, "\(location)/\(index)") }
+            default:
+                break
+            }
+        }
+        for operation in operations {
+            if responses {
+                for (status, response) in operation.responses {
+                    if let content = dereferenced(response)?["content"] { walk(content, "\(operation.label) \(status)") }
+                }
+            } else {
+                if let body = operation.object["requestBody"].flatMap(dereferenced) { walk(body, "\(operation.label) body") }
+                for parameter in (operation.object["parameters"].flatMap(\.items) ?? []).compactMap(dereferenced) {
+                    walk(parameter, "\(operation.label) parameter")
+                }
+            }
+        }
+        return found
     }
 
     private func stringViolations(_ text: String, _ schema: JSONValue, at path: String) -> [String] {
