@@ -7,8 +7,6 @@ let package = Package(
     products: [
         .executable(name: "carbscan", targets: ["carbscan"]),
         .library(name: "Queue", targets: ["Queue", "JSON"]),
-        /// The generated Swift client of the mobile API (seed 001), for the iOS app.
-        .library(name: "CarbScanClient", targets: ["CarbScanClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -23,11 +21,11 @@ let package = Package(
         // App Store signed payloads: the x5c chain (jwt-kit's X5CVerifier is built on it).
         .package(url: "https://github.com/apple/swift-certificates", from: "1.15.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
-        // The mobile API's generated Swift client (CarbScanClient).
-        .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
+        // The mobile API's generated Swift client, a package of its own for the iOS app (its identity is its folder's
+        // name, "Swift"); the system test drives a live server through it over URLSession, as the app does.
+        .package(path: "Clients/Swift"),
+        // The system test reads a body the client hands it (HTTPBody), as an app does.
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
-        // The system test drives the client over URLSession, as the iOS app does.
-        .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
         // Only the tests' fault proxy uses it directly (Hummingbird already builds it).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // The operators' dashboard (/ops/): server-rendered pages.
@@ -90,11 +88,6 @@ let package = Package(
         .target(
             name: "OutboundHTTP",
             dependencies: ["CCurl", "Durations", .product(name: "Logging", package: "swift-log")]
-        ),
-        .target(
-            name: "CarbScanClient",
-            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
-            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),
         .target(
             name: "Mail",
@@ -256,8 +249,10 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: [
-                "Queue", "JSON", "Redis", "Postgres", "TestSupport", "carbscan", "CarbScanClient",
-                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                "Queue", "JSON", "Redis", "Postgres", "TestSupport", "carbscan",
+                .product(name: "CarbScanClient", package: "Swift"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
     ],

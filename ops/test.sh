@@ -27,8 +27,8 @@ ops/cluster.sh start
 source .local/cluster/env.sh
 
 if (($# == 0)); then
-    # The repository's .swift-format, warnings as errors.
-    swift format lint --strict --recursive Sources Tests
+    # The repository's .swift-format, warnings as errors (the Swift client's package too).
+    swift format lint --strict --recursive Sources Tests Clients/Swift/Sources Clients/Swift/Tests
 fi
 swift build --build-tests
 
@@ -76,6 +76,8 @@ fi
 wait "$tests"
 if (($# == 0)); then
     timeout "${TEST_TIME_LIMIT:-1200}" swift test --skip-build --filter FailoverTests
+    # The Swift client's package on its own (its build resolves none of the server's packages): its own tests.
+    swift test --package-path Clients/Swift
     bash ops/contract.sh
     bash ops/deploy/check.sh
     bash ops/dashboard/run.sh

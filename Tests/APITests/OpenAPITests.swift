@@ -136,6 +136,19 @@ import Testing
         }
     }
 
+    /// The Swift client is generated from the served document itself: its `openapi.json` is a link to the server's,
+    /// which the generator plugin follows.
+    @Test func theSwiftClientIsGeneratedFromTheServedDocument() async throws {
+        let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let link = root.appending(path: "Clients/Swift/Sources/CarbScanClient/openapi.json")
+        let target = try FileManager.default.destinationOfSymbolicLink(atPath: link.path)
+        #expect(target == "../../../../Sources/API/openapi.json")
+        try await TestAPI.run { _, client in
+            let served = try await client.call(.get, "openapi.json")
+            #expect(try Data(contentsOf: link) == Data(served.text.utf8))
+        }
+    }
+
     /// The public answers a client sees first: `data` has exactly the documented members, all of the right types.
     @Test(arguments: ["health", "config"])
     func publicAnswersHaveTheDocumentedFields(path: String) async throws {
