@@ -3,7 +3,8 @@
 set -euo pipefail
 
 # prometheus: its promtool checks the deploy kit's alert rules (ops/deploy/check.sh); the server is not run.
-packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus)
+# tmux: ops/faults/run-cleanup.sh types Ctrl-C into ops/run.sh in a terminal.
+packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus tmux)
 
 missing=()
 for package in "${packages[@]}"; do

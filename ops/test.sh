@@ -84,4 +84,6 @@ if (($# == 0)); then
     # Workers on several hosts (network namespaces): a host killed, a host cut off past its leases, a rolling deploy
     # of 20,000 jobs. Skipped, saying so, where the machine forbids `ip netns`.
     bash ops/faults/hosts.sh --binary .build/debug/carbscan
+    # ops/run.sh stops all it started when Ctrl-C'd piped into tail, in a terminal (tmux) and under timeout (~1 min).
+    bash ops/faults/run-cleanup.sh --binary .build/debug/carbscan
 fi
