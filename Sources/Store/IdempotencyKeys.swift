@@ -50,15 +50,17 @@ package struct IdempotencyKeys: Sendable {
         }
     }
 
-    /// Takes over a key whose request never got as far as a job or an answer and was claimed before `staleBefore`
-    /// (its process died): true when this call took it.
-    package func takeOver(userID: String?, key: String, staleBefore: Date) async throws -> Bool {
+    /// Takes over a key whose request never got as far as a job or an answer and was claimed over `staleAfter`
+    /// seconds ago (its process died): true when this call took it. The database's clock judges, as it wrote
+    /// `claimed_at`: an API host whose clock runs ahead cannot take a live request's key.
+    package func takeOver(userID: String?, key: String, staleAfter: TimeInterval) async throws -> Bool {
         try await db.execute(
             """
             UPDATE idempotency_keys SET claimed_at = now()
-            WHERE COALESCE(user_id, '') = COALESCE($1, '') AND key = $2 AND job_id IS NULL AND status IS NULL AND claimed_at < $3
+            WHERE COALESCE(user_id, '') = COALESCE($1, '') AND key = $2 AND job_id IS NULL AND status IS NULL
+              AND claimed_at < now() - make_interval(secs => $3)
             """,
-            [userID, key, staleBefore]) == 1
+            [userID, key, staleAfter]) == 1
     }
 
     /// The job the key's request started: from now on a retry answers with it.

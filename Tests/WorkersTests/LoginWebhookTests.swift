@@ -67,7 +67,12 @@ import Workers
                     settings: WorkerSettings(loginWebhookURL: server.url, loginWebhookAPIKey: Self.apiKey), queues: ["webhooks"])
                 defer { worker.stop() }
                 let eventID = UUID().uuidString.lowercased()
-                let first = try await Self.finished(env, try await Self.enqueue(env, Self.payload(eventID: eventID)))
+                let id = try await Self.enqueue(env, Self.payload(eventID: eventID))
+                // The handler draws from the kind's shared bucket (jobs/login-webhook.yml), whose key lives 3 s past a
+                // draw: watched from the enqueue on, not after the job's end, which a loaded run reached 3 s later.
+                let bucket = "\(env.prefix):ratelimit:login-webhook"
+                #expect(try await eventually { try await env.redis.send(["EXISTS", bucket]).int == 1 })
+                let first = try await Self.finished(env, id)
                 #expect(first.status == .succeeded, "\(first.error ?? "")")
                 #expect(try first.result.map(JSONValue.init(parsing:)) == ["delivered": true, "status": 201])
                 #expect(server.ids() == [eventID])
@@ -83,8 +88,6 @@ import Workers
                         "provider": "apple", "provider_uid": "001234.abcd.0567", "email": "ada@example.com", "display_name": .null,
                         "client_timestamp": "2026-01-02T03:04:05.000Z", "id": .string(eventID),
                     ])
-                // The handler drew from the kind's shared bucket (jobs/login-webhook.yml).
-                #expect(try await env.redis.send(["EXISTS", "\(env.prefix):ratelimit:login-webhook"]).int == 1)
 
                 // The same event delivered again (the enqueue lock long gone, as after a lost acknowledgement):
                 // the endpoint's 409 means "already there", the job succeeds, and the table keeps one row.

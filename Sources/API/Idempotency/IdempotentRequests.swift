@@ -62,7 +62,7 @@ struct IdempotentRequests: Sendable {
             headers[Self.replayedHeader] = "true"
             return .replay(Envelope.response(status: .init(code: status), body: held.body ?? [], headers: headers))
         }
-        if try await keys.takeOver(userID: userID, key: value, staleBefore: Date().addingTimeInterval(-Self.abandonedAfter)) {
+        if try await keys.takeOver(userID: userID, key: value, staleAfter: Self.abandonedAfter) {
             return .owner(key)
         }
         throw Self.inUse()
