@@ -46,7 +46,6 @@ struct ChatRoutes {
         struct Body: Decodable { var message: String }
         let body = try await JSONBody.decode(Body.self, from: request, allowedKeys: ["message"])
         let message = try Field.text(body.message, "message", max: Self.maxMessageLength, required: true)!
-        let limit = user.tier.chatsPerDay
         let key: IdempotentRequests.Key?
         switch try await idempotency.start(request, userID: user.id, route: "chat", fingerprint: Array(message.utf8)) {
         case .job(let id): return try await answer(request, job: id, user: user, used: nil)
