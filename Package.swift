@@ -76,6 +76,11 @@ let package = Package(
                 .embedInCode("Scripts/lease-release.lua"),
             ]
         ),
+        // Transactional enqueue: jobs written to Postgres with the rows that need them, then put on their Redis queues.
+        .target(
+            name: "Outbox",
+            dependencies: ["Queue", "JSON", "Postgres", .product(name: "Logging", package: "swift-log")]
+        ),
         // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers.
         .target(name: "JobContracts", dependencies: ["Queue", "JSON"]),
         .target(
@@ -132,7 +137,8 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP", "Telemetry",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP",
+                "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -161,7 +167,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -170,7 +176,7 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail", "Telemetry",
+                "AppStore", "Mail", "Telemetry", "Outbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -208,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "WorkersTests",
             dependencies: [
-                "TestSupport", "Workers", "Queue", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
+                "TestSupport", "Workers", "Queue", "Outbox", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -224,7 +230,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "JSON", "Redis", "Workers", "TestSupport",
+                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Outbox", "JSON", "Redis", "Workers", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

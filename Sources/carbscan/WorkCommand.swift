@@ -96,6 +96,8 @@ struct WorkCommand: AsyncParsableCommand {
             var options = WorkerOptions(
                 queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
                 upkeepLease: .seconds(upkeepLease))
+            // Reservations are settled and the outbox relayed by whichever worker runs the upkeep.
+            options.settlingQuota(database: database, queue: queue, logger: logger)
             let counters = ProcessCounters()
             options.observers.append(counters)
             if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }
