@@ -5,7 +5,7 @@ extension QueueBench {
     /// The one-by-one enqueue against its physical limit, one `redis-benchmark -c 1 -P 1` round trip: the jobs in
     /// `singleRounds` rounds (default one), LPUSH before and after each; each round's share is against the mean of the
     /// yardsticks beside it, and the figure is the median share. Short rounds flatter us: the first 2,000 calls after
-    /// a redis-benchmark run go faster than the next (8,596 then 5,384–7,302/s, `single-enqueue-2026-11-26-rounds.md`),
+    /// a redis-benchmark run go faster than the next (8,596 then 5,384–7,302/s, measured 2026-11-26),
     /// so ten rounds put our share near 1.0 where one long run puts it near 0.85. The XADD a noop enqueue sends is
     /// measured once before and once after (Redis's work on the entry over an LPUSH's). CPU per call, user and system,
     /// and user only: ours (this process, over the rounds only) and redis-benchmark's (a C loop over one socket).

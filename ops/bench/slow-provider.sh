@@ -7,7 +7,7 @@
 #                              [--carbscan "1000 10000"] [--sidekiq "2x1000"] [--photo-bytes 32768]
 #                              [--bin-dir DIR] [--out FILE]
 # --carbscan: `carbscan work --concurrency` levels (1000 is the default); --sidekiq: PROCESSESxCONCURRENCY (2x1000 was
-# Sidekiq's best on 2 cores, results/slow-provider-2026-11-25.md). A run at
+# Sidekiq's best on 2 cores, 2026-11-25). A run at
 # concurrency C gets min(--jobs, 5·C) jobs (at least five full rounds of the model's delay, or --jobs).
 # Per run: users, photos and reservations are seeded in Postgres and the jobs enqueued, then ONE worker starts on
 # the full queue; slow_provider_measure.py polls every 10 ms (jobs/s from the model's first request to the last
