@@ -6,7 +6,7 @@
 # Configurations: single (a standalone redis-server started afresh each round, as the cluster's nodes are, so both
 # start alike), c1 (a cluster of one master), c1-sharded (one master, the noop queue in
 # 6 shards), c2 (2 masters, 8 shards: 4 on each), c3 (3 masters, 6 shards: 2 on each). Finished jobs are counted from
-# the queue's counts (`bench queue --count-from-stats`), not by a counter every job INCRs on one node.
+# the queue's counts (`carbscan-bench queue --count-from-stats`), not by a counter every job INCRs on one node.
 # Writes ops/bench/results/cluster-<date>.md with the machine's description, and the raw JSON lines beside it.
 # Leaves the loopback cluster (ops/cluster.sh) stopped. REPORT_ONLY=1 rewrites the report from that day's JSON lines.
 set -euo pipefail
@@ -44,9 +44,10 @@ jobs_dir() {
 
 if [[ ${REPORT_ONLY:-} == 1 ]]; then rounds=0; else
     swift build -c release --product carbscan
+    swift build -c release --product carbscan-bench
     : >"$raw"
 fi
-bin="$(swift build -c release --show-bin-path)/carbscan"
+bench="$(swift build -c release --show-bin-path)/carbscan-bench"
 for ((round = 1; round <= rounds; round++)); do
     for config in single c1 c1-sharded c2 c3; do
         case $config in
@@ -70,7 +71,7 @@ for ((round = 1; round <= rounds; round++)); do
         fi
         echo "round $round: $config" >&2
         result=$(REDIS_URL=$url CARBSCAN_JOBS_DIR=$(jobs_dir "$shards") \
-            "$bin" bench queue --only process,pickup --runs 1 --jobs "$jobs" --count-from-stats)
+            "$bench" queue --only process,pickup --runs 1 --jobs "$jobs" --count-from-stats)
         python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(config=sys.argv[2], round=int(sys.argv[3]), masters=int(sys.argv[4]), shards=int(sys.argv[5])); print(json.dumps(r))' \
             "$result" "$config" "$round" "$masters" "$shards" >>"$raw"
     done
@@ -96,7 +97,7 @@ def ratio(config, key, base):
         if a and b and b[0]: values.append(a[0] / b[0])
     return statistics.median(values) if values else float("nan")
 lines = [f"# Scale-out benchmark, {datetime.date.today().isoformat()}", "", f"Machine: {machine}.",
-         f"`ops/bench/cluster.sh --rounds {sys.argv[3]} --jobs {sys.argv[4]}`: `carbscan bench queue --only process,pickup "
+         f"`ops/bench/cluster.sh --rounds {sys.argv[3]} --jobs {sys.argv[4]}`: `carbscan-bench queue --only process,pickup "
          "--count-from-stats` (2 `carbscan work` processes with default settings, a producer process bulk-enqueueing, "
          "pickup at 200 jobs/s), each configuration once per round, in this order; medians over the rounds. Every "
          "process, every Redis node and the benchmark share the machine's cores.", "",

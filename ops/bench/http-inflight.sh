@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Memory per outbound HTTP request in flight (issue 17: 10,000 AI calls in flight in one worker, RSS ≤ 256 MB).
-# One `carbscan bench http-inflight` process sends --requests POSTs at once through one HTTPClient to
+# One `carbscan-bench http-inflight` process sends --requests POSTs at once through one HTTPClient to
 # ops/bench/http_inflight_peer.py, which holds them all until every one is in flight, then --hold seconds more:
 #   h1: cleartext HTTP/1.1, one connection per request (a local model server; per-host cap lifted for it);
 #   h2: HTTPS, HTTP/2 by ALPN, 100 streams per connection as common providers allow (client defaults).
 #   ops/bench/http-inflight.sh [--requests 10000] [--hold 5] [--bin PATH] [--label NAME]
+# --bin: the carbscan-bench binary to measure (default: a release build of this tree).
 # Prints each run's JSON and writes them to ops/bench/results/http-inflight-<date>[-label].json.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -22,8 +23,8 @@ done
 if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
 export SWIFT_DETERMINISTIC_HASHING=1
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan
-    bin="$(swift build -c release --show-bin-path)/carbscan"
+    swift build -c release --product carbscan-bench
+    bin="$(swift build -c release --show-bin-path)/carbscan-bench"
 fi
 python3 -c 'import hypercorn' 2>/dev/null || ops/install.sh
 
@@ -66,7 +67,7 @@ for mode in h1 h2; do
     peer=$!
     until curl -sf --cacert "$work/ca.pem" "$base/stats" >/dev/null; do sleep 0.1; done
     echo "http-inflight.sh: $mode, $requests requests" >&2
-    result=$(LOG_LEVEL=warning "$bin" bench http-inflight --url "$base/v1/chat/completions" --stats-url "$base/stats" \
+    result=$(LOG_LEVEL=warning "$bin" http-inflight --url "$base/v1/chat/completions" --stats-url "$base/stats" \
         --requests "$requests" "${extra[@]}")
     echo "$result"
     ((first)) || echo "," >>"$out"

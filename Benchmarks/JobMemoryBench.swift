@@ -5,7 +5,7 @@ import Logging
 import Queue
 import Redis
 
-/// `carbscan bench job-memory`: what a job costs Redis in each state, from `used_memory` before and after many of them.
+/// `carbscan-bench job-memory`: what a job costs Redis in each state, from `used_memory` before and after many of them.
 struct JobMemoryBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "job-memory",
@@ -17,14 +17,14 @@ struct JobMemoryBench: AsyncParsableCommand {
             kind's retention, the stream trimmed). Prints JSON; MEMORY USAGE of one record in each state besides.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: BenchOptions
     @Option(help: "Jobs per measurement.") var jobs: Int = 20_000
     @Option(help: "Payload of every job (noop's schema).") var payload: String = "{}"
-    @Option(help: "The carbscan binary that runs the jobs (another build, for a before/after comparison); default: this one.")
+    @Option(help: "The carbscan binary that runs the jobs (another build, for a before/after comparison); default: --carbscan.")
     var worker: String?
 
     func run() async throws {
-        LogSetup.bootstrap()
+        BenchOptions.bootstrapLogging()
         let redis = try global.redis(logger: Logger(label: "carbscan.bench"))
         let prefix = "carbscan-bench-memory"
         let queue = JobQueue(redis: redis, catalog: try global.catalog(), options: QueueOptions(prefix: prefix))
@@ -68,7 +68,7 @@ struct JobMemoryBench: AsyncParsableCommand {
         environment["REDIS_URL"] = global.redisURL
         environment["CARBSCAN_JOBS_DIR"] = global.jobsDir
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: worker ?? CommandLine.arguments[0]).resolvingSymlinksInPath()
+        process.executableURL = worker.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath() } ?? global.carbscanExecutable()
         process.arguments = ["work", "--queues", "default", "--concurrency", "100"]
         process.environment = environment
         try process.run()
@@ -78,7 +78,7 @@ struct JobMemoryBench: AsyncParsableCommand {
         }
         let deadline = ContinuousClock.now + .seconds(300)
         while try await queue.stats().first(where: { $0.queue == "default" })?.succeededTotal ?? 0 < jobs {
-            guard ContinuousClock.now < deadline else { throw CLIError("the worker did not finish \(jobs) jobs in 300 s") }
+            guard ContinuousClock.now < deadline else { throw BenchError("the worker did not finish \(jobs) jobs in 300 s") }
             try await Task.sleep(for: .milliseconds(100))
         }
         process.terminate()

@@ -1,20 +1,13 @@
 import ArgumentParser
 import Durations
 import Foundation
-import Hummingbird
 import JSON
 import Logging
 import Queue
 import Redis
 
-/// `carbscan bench queue`: the queue benchmark, with the definitions `ops/bench/sidekiq/bench.rb` uses for
-/// Sidekiq, so the two compare on one machine and one Redis.
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmarks.",
-        subcommands: [QueueBench.self, JobMemoryBench.self, HTTPInflightBench.self, HelloServer.self])
-}
-
+/// `carbscan-bench queue`: the queue benchmark, with the definitions `ops/bench/sidekiq/bench.rb` uses for
+/// Sidekiq, so the two compare on one machine and one Redis. Its workers and producer are `carbscan` processes.
 struct QueueBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
@@ -30,7 +23,7 @@ struct QueueBench: AsyncParsableCommand {
             never touches other keys.
             """)
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup var global: BenchOptions
     @Option(help: "Jobs per enqueue/process measurement.") var jobs: Int = 20_000
     @Option(help: "Runs; figures are medians.") var runs: Int = 3
     @Option(help: "Worker processes.") var workers: Int = 2
@@ -55,7 +48,7 @@ struct QueueBench: AsyncParsableCommand {
         guard !figures.isEmpty, figures.isSubset(of: known) else {
             throw ValidationError("--only takes a comma-separated list of \(known.sorted().joined(separator: ", "))")
         }
-        LogSetup.bootstrap()
+        BenchOptions.bootstrapLogging()
         let logger = Logger(label: "carbscan.bench")
         let catalog = try global.catalog()
         let redis = try global.redis(logger: logger)
@@ -68,7 +61,7 @@ struct QueueBench: AsyncParsableCommand {
         try await clear(prefix, redis)
         try await clear(prefix + "-enqueue", redis)
 
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let executable = global.carbscanExecutable()
         var environment = ProcessInfo.processInfo.environment
         environment["LOG_LEVEL"] = environment["BENCH_WORKER_LOG_LEVEL"] ?? "warning"
         environment["CARBSCAN_PREFIX"] = prefix
@@ -213,7 +206,7 @@ struct QueueBench: AsyncParsableCommand {
         }
         let cpuAfter = pids.map(cpuTicks).reduce(0, +)
         producer.waitUntilExit()
-        guard let first, let last, last > first else { throw CLIError("process phase did not complete") }
+        guard let first, let last, last > first else { throw BenchError("process phase did not complete") }
         let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
         return (Double(count) / (last - first).timeInterval, Double(cpuAfter - cpuBefore) / ticksPerSecond * 1e6 / Double(count))
     }
@@ -235,7 +228,7 @@ struct QueueBench: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(20))
         }
         let values = (try await queue.redis.send(["LRANGE", list, "0", "-1"]).array ?? []).compactMap(\.int).sorted()
-        guard !values.isEmpty else { throw CLIError("no pickup latencies recorded") }
+        guard !values.isEmpty else { throw BenchError("no pickup latencies recorded") }
         func rank(_ p: Double) -> Double { Double(values[max(0, Int((p * Double(values.count)).rounded(.up)) - 1)]) / 1000 }
         return (rank(0.5), rank(0.99), Double(values.last!) / 1000)
     }
@@ -249,7 +242,7 @@ struct QueueBench: AsyncParsableCommand {
             if (reply?.array?.count ?? 0) >= count { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw CLIError("workers did not start")
+        throw BenchError("workers did not start")
     }
 
     /// `redis-benchmark -c 1 -P 1` of `test` (`-t NAME` or a whole command) on our Redis: one awaited round trip at a
@@ -308,36 +301,4 @@ private func cpuTicks(_ pid: Int32) -> Int {
     // After the command name: state is field 3, utime 14 and stime 15 (1-based over the whole line).
     guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
     return user + system
-}
-
-/// `carbscan bench hello-server`: Hummingbird's bare hello world, the yardstick of `ops/bench/api.sh`; and, at
-/// `GET /redis`, the same plus one command through this project's Redis client (an `XADD` to a capped stream): the
-/// least an enqueueing endpoint does, so what it could reach if everything else were free; and at `POST /body`, hello
-/// world that first reads its request body whole (what a JSON endpoint's body costs Hummingbird, before any parsing).
-struct HelloServer: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "hello-server", abstract: "Serve Hummingbird's hello world (GET / → \"Hello!\") for the API benchmark.")
-
-    @OptionGroup var global: GlobalOptions
-
-    @Option(help: "Port to listen on.") var port: Int = 8081
-
-    func run() async throws {
-        var logger = Logger(label: "hello")
-        logger.logLevel = .warning
-        let redis = try global.redis(logger: logger)
-        let router = Router()
-        router.get("/") { _, _ in "Hello!" }
-        router.get("/redis") { _, _ in
-            try await redis.send(["XADD", "carbscan-bench:hello", "MAXLEN", "~", "1000", "*", "f", "v"])
-            return "Hello!"
-        }
-        router.post("/body") { request, _ in
-            _ = try await request.body.collect(upTo: 1 << 20)
-            return "Hello!"
-        }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
-        try await app.runService()
-        redis.close()
-    }
 }

@@ -4,7 +4,7 @@ import Glibc
 import Logging
 import OutboundHTTP
 
-/// `carbscan bench http-inflight`: what one outbound request in flight costs this process, from its RSS while
+/// `carbscan-bench http-inflight`: what one outbound request in flight costs this process, from its RSS while
 /// thousands are held open by a slow server (`ops/bench/http_inflight_peer.py`, driven by `ops/bench/http-inflight.sh`).
 struct HTTPInflightBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,9 +26,9 @@ struct HTTPInflightBench: AsyncParsableCommand {
     @Option(help: "A PEM file of CAs to trust (the server's test CA).") var caBundle: String?
 
     func run() async throws {
-        LogSetup.bootstrap()
+        BenchOptions.bootstrapLogging()
         let logger = Logger(label: "carbscan.bench")
-        FileDescriptors.raiseLimit(toServe: requests, logger: logger)
+        BenchOptions.raiseOpenFileLimit()
         let client = HTTPClient(
             options: HTTPClientOptions(
                 connectTimeout: .seconds(60), totalTimeout: .seconds(600), maxConnectionsPerHost: maxConnectionsPerHost,
@@ -39,7 +39,7 @@ struct HTTPInflightBench: AsyncParsableCommand {
         func stats() async throws -> [String: Int] {
             let response = try await client.send(HTTPRequest(url: statsURL))
             guard let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Int] else {
-                throw CLIError("\(statsURL) did not answer a JSON object of numbers")
+                throw BenchError("\(statsURL) did not answer a JSON object of numbers")
             }
             return object
         }
@@ -64,7 +64,7 @@ struct HTTPInflightBench: AsyncParsableCommand {
             }
             var counts = try await stats()
             while counts["in_flight", default: 0] < requests && counts["answered", default: 0] == 0 {
-                guard ContinuousClock.now - started < .seconds(300) else { throw CLIError("the server never held \(requests) requests") }
+                guard ContinuousClock.now - started < .seconds(300) else { throw BenchError("the server never held \(requests) requests") }
                 try await Task.sleep(for: .milliseconds(250))
                 counts = try await stats()
             }
