@@ -39,9 +39,8 @@ source .local/env.sh
 REDIS_URL=${BENCH_REDIS_URL:-$REDIS_URL}
 export REDIS_URL
 
-swift build -c release --product carbscan
-swift build -c release --product carbscan-bench
-bin="$(swift build -c release --show-bin-path)/carbscan"
+release_build carbscan carbscan-bench
+bin=$bin_dir/carbscan
 work=$(mktemp -d)
 api_port=18181 hello_port=18182
 export CARBSCAN_PREFIX=carbscan-bench JWT_SECRET=bench-secret-bench-secret-bench-secret LOGIN_WEBHOOK_URL=http://127.0.0.1:9
@@ -49,7 +48,7 @@ export LOG_LEVEL=warning LOGIN_MAX_ATTEMPTS_PER_IP=1000000
 "$bin" migrate >/dev/null
 "$bin" serve --port "$api_port" >"$work/api.log" 2>&1 &
 pids+=($!)
-"${bin}-bench" hello-server --port "$hello_port" >"$work/hello.log" 2>&1 &
+"$bin_dir/carbscan-bench" hello-server --port "$hello_port" >"$work/hello.log" 2>&1 &
 pids+=($!)
 for url in "http://127.0.0.1:$api_port/api/mobile/v1/health" "http://127.0.0.1:$hello_port/"; do
     for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.1; done

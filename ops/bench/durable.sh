@@ -27,23 +27,20 @@ raw="$out/durable-$day.jsonl"
 work=$(mktemp -d)
 master=$(free_port)
 replica=$(free_port)
-trap 'for port in $replica $master; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
-redis-server --bind 127.0.0.1 --port "$master" --save "" --appendonly no --daemonize yes --dir "$work" --logfile "$work/master.log"
-redis-server --bind 127.0.0.1 --port "$replica" --save "" --appendonly no --daemonize yes --dir "$work" \
-    --logfile "$work/replica.log" --replicaof 127.0.0.1 "$master"
+trap 'for port in $replica $master; do redis_down "$port"; done; rm -rf "$work"' EXIT
+redis_up "$master" "$work/master"
+redis_up "$replica" "$work/replica" --replicaof 127.0.0.1 "$master"
 until redis-cli -p "$replica" info replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up'; do sleep 0.05; done
 
 if [[ ${REPORT_ONLY:-} == 1 ]]; then rounds=0; else
-    swift build -c release --product carbscan
-    swift build -c release --product carbscan-bench
+    release_build carbscan carbscan-bench
     : >"$raw"
 fi
-bench="$(swift build -c release --show-bin-path)/carbscan-bench"
 for ((round = 1; round <= rounds; round++)); do
     for replicas in 0 1; do
         echo "round $round: durable enqueue $replicas" >&2
         result=$(REDIS_URL=redis://127.0.0.1:$master/0 CARBSCAN_DURABLE_ENQUEUE=$replicas \
-            "$bench" queue --only bulk,single --runs 1 --jobs "$jobs" --workers 0)
+            "$bin_dir/carbscan-bench" queue --only bulk,single --runs 1 --jobs "$jobs" --workers 0)
         python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(round=int(sys.argv[2])); print(json.dumps(r))' \
             "$result" "$round" >>"$raw"
     done

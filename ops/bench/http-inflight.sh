@@ -20,13 +20,13 @@ while (($#)); do
     esac
 done
 
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
-export SWIFT_DETERMINISTIC_HASHING=1
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan-bench
-    bin="$(swift build -c release --show-bin-path)/carbscan-bench"
+    release_build carbscan-bench
+    bin=$bin_dir/carbscan-bench
 fi
-python3 -c 'import hypercorn' 2>/dev/null || ops/install.sh
+python_tool hypercorn 'hypercorn>=0.17,<1'
 
 # Each side holds a socket per HTTP/1.1 request: both need more than the usual 1,024 descriptors.
 ulimit -n "$(ulimit -Hn)"
@@ -42,7 +42,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # The h2 peer's certificate, issued by a CA of its own that the client is told to trust.
 key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
@@ -58,10 +57,10 @@ first=1
 for mode in h1 h2; do
     port=$(free_port)
     if [[ $mode == h1 ]]; then
-        python3 ops/bench/http_inflight_peer.py h1 "$port" "$requests" "$hold" 2>"$work/peer.log" &
+        "$venv/bin/python3" ops/bench/http_inflight_peer.py h1 "$port" "$requests" "$hold" 2>"$work/peer.log" &
         base=http://127.0.0.1:$port extra=(--max-connections-per-host 0)
     else
-        python3 ops/bench/http_inflight_peer.py h2 "$port" "$requests" "$hold" "$work/cert.pem" "$work/key.pem" 100 2>"$work/peer.log" &
+        "$venv/bin/python3" ops/bench/http_inflight_peer.py h2 "$port" "$requests" "$hold" "$work/cert.pem" "$work/key.pem" 100 2>"$work/peer.log" &
         base=https://localhost:$port extra=(--ca-bundle "$work/ca.pem")
     fi
     peer=$!

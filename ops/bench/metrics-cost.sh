@@ -27,9 +27,8 @@ pids=()
 cleanup() { ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true; }
 trap cleanup EXIT
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan
-    swift build -c release --product carbscan-bench
-    bin="$(swift build -c release --show-bin-path)/carbscan"
+    release_build carbscan carbscan-bench
+    bin=$bin_dir/carbscan
 fi
 bench="$(dirname "$bin")/carbscan-bench"
 work=$(mktemp -d)

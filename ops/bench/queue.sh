@@ -19,11 +19,9 @@ day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
 out="ops/bench/results"
 mkdir -p "$out"
 if [[ "${REPORT_ONLY:-}" != 1 ]]; then
-    swift build -c release --product carbscan
-    swift build -c release --product carbscan-bench
-    bench="$(swift build -c release --show-bin-path)/carbscan-bench"
+    release_build carbscan carbscan-bench
     echo "carbscan-bench queue --runs $runs" >&2
-    "$bench" queue --runs "$runs" > "$out/queue-$day-carbscan.json"
+    "$bin_dir/carbscan-bench" queue --runs "$runs" > "$out/queue-$day-carbscan.json"
     echo "sidekiq reference --runs $runs" >&2
     ops/bench/sidekiq.sh --runs "$runs" > "$out/queue-$day-sidekiq.json"
 fi
