@@ -196,6 +196,17 @@ let package = Package(
             ],
             path: "ops/bench/slow-provider"
         ),
+        // The benchmarks' commands (ops/bench/*.sh): apart from `carbscan`, which ships only what operators run.
+        .executableTarget(
+            name: "carbscan-bench",
+            dependencies: [
+                "Queue", "JSON", "Durations", "Redis", "OutboundHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks"
+        ),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
