@@ -51,6 +51,8 @@ let package = Package(
         .target(name: "JSON"),
         // Duration in milliseconds and seconds, for every part that hands a time to C or Redis.
         .target(name: "Durations"),
+        // The one reader of environment variables; only the executable uses it (libraries take plain settings values).
+        .target(name: "Settings"),
         .target(
             name: "Queue",
             dependencies: [
@@ -176,7 +178,7 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail", "Telemetry", "Outbox",
+                "AppStore", "Mail", "Telemetry", "Outbox", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -208,6 +210,8 @@ let package = Package(
             path: "Benchmarks"
         ),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"]),
+        // The environment reader, and the executable's reading of each part's settings through it.
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "carbscan", "API", "Accounts", "Workers"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
         .target(
@@ -242,6 +246,8 @@ let package = Package(
             name: "APITests",
             dependencies: [
                 "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Outbox", "JSON", "Redis", "Workers", "TestSupport",
+                // The API is built from its settings as `carbscan serve` reads them (TestAPI's `environment:`).
+                "Settings", "carbscan",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -16,7 +16,7 @@ extension APIDependencies {
         let apple = auth.apple.map { IdentityVerifier(provider: $0, http: http, logger: logger, minimumRefetchInterval: refetch) }
         let extra = auth.extraIssuers.map { IdentityVerifier(provider: $0, http: http, logger: logger, minimumRefetchInterval: refetch) }
         let accounts = AccountService(
-            database: database, configuration: auth,
+            database: database, settings: auth,
             accessTokens: await AccessTokens(secret: auth.jwtSecret, lifetime: auth.accessTokenLifetime), apple: apple,
             extraIssuers: extra, logger: logger)
         let settings = serve.api

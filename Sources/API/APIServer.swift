@@ -28,7 +28,7 @@ package struct APIDependencies: Sendable {
     /// `SMTP_URL`, `MAGIC_LINK_URL`, …: magic-link sign-in; nil: `auth/magic-link/request` is not configured.
     package var magicLink: MagicLinkSettings?
     /// `APPSTORE_*`: how App Store payloads are verified and mapped; nil: the App Store routes are not configured.
-    package var appStore: AppStoreConfiguration?
+    package var appStore: AppStoreSettings?
     /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
     package var syncWait: Duration = .seconds(8)
     /// A connection that sends no complete request part (headers, a body chunk) for this long is closed
@@ -129,7 +129,7 @@ package enum APIServer {
             webhookSecret: dependencies.stripeWebhookSecret, settings: results
         ).register(on: api)
         AppStoreRoutes(
-            database: database, queue: dependencies.queue, authenticator: authenticator, configuration: dependencies.appStore,
+            database: database, queue: dependencies.queue, authenticator: authenticator, settings: dependencies.appStore,
             scanResetTimeZone: dependencies.scanResetTimeZone
         ).register(on: api)
         errors.allowed.set(api.routes)

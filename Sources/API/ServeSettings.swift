@@ -2,18 +2,21 @@ import Accounts
 import AppStore
 
 /// Everything `carbscan serve` takes from its environment, read once at start-up into one value: auth, the API's own
-/// settings, App Store verification, magic links. A value that is set but wrong throws, naming its variable (the
-/// command exits 78); `carbscan config check` reads the same parts one by one to list every such value at once.
-package struct ServeSettings {
-    package var auth: AuthConfiguration
+/// settings, App Store verification, magic links.
+package struct ServeSettings: Sendable {
+    package var auth: AuthSettings
     package var api: APISettings
-    package var appStore: AppStoreConfiguration?
+    /// Nil without `APPSTORE_BUNDLE_ID`.
+    package var appStore: AppStoreSettings?
+    /// Nil without `SMTP_URL`.
     package var magicLink: MagicLinkSettings?
 
-    package static func fromEnvironment(_ environment: [String: String]) throws -> ServeSettings {
-        ServeSettings(
-            auth: try AuthConfiguration.fromEnvironment(environment), api: try APISettings.fromEnvironment(environment),
-            appStore: try AppStoreConfiguration.fromEnvironment(environment),
-            magicLink: try MagicLinkSettings.fromEnvironment(environment))
+    package init(
+        auth: AuthSettings, api: APISettings = APISettings(), appStore: AppStoreSettings? = nil, magicLink: MagicLinkSettings? = nil
+    ) {
+        self.auth = auth
+        self.api = api
+        self.appStore = appStore
+        self.magicLink = magicLink
     }
 }

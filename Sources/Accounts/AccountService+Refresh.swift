@@ -22,7 +22,7 @@ extension AccountService {
         if record.replacedAt != nil {
             return try await reuse(refreshToken, record, at: time)
         }
-        guard configuration.refreshTokenRotation else {
+        guard settings.refreshTokenRotation else {
             return try await session(userID: record.userID, family: record.familyID, refreshToken: refreshToken)
         }
         let salt = Self.randomBytes(32)
@@ -53,7 +53,7 @@ extension AccountService {
         // A chain of rotations inside one reuse interval is short; the bound only stops a loop on corrupt rows.
         for _ in 0..<16 {
             guard let replacedAt = record.replacedAt, let salt = record.rotationSalt,
-                time.timeIntervalSince(replacedAt) < configuration.refreshTokenReuseInterval.timeInterval
+                time.timeIntervalSince(replacedAt) < settings.refreshTokenReuseInterval.timeInterval
             else { break }
             let successor = Self.successor(of: token, salt: salt)
             guard let next = try await RefreshTokens(database).find(tokenHash: Self.hash(successor)), next.familyID == record.familyID

@@ -47,7 +47,7 @@ package struct ProvidedName: Sendable, Equatable {
 /// rotate when `REFRESH_TOKEN_ROTATION` is on (`AccountService+Refresh`).
 package struct AccountService: Sendable {
     package let database: PostgresClient
-    package let configuration: AuthConfiguration
+    package let settings: AuthSettings
     package let accessTokens: AccessTokens
     package let apple: IdentityVerifier?
     package let extraIssuers: [IdentityVerifier]
@@ -59,16 +59,16 @@ package struct AccountService: Sendable {
     let now: @Sendable () -> Date
 
     package init(
-        database: PostgresClient, configuration: AuthConfiguration, accessTokens: AccessTokens, apple: IdentityVerifier?,
+        database: PostgresClient, settings: AuthSettings, accessTokens: AccessTokens, apple: IdentityVerifier?,
         extraIssuers: [IdentityVerifier], logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database
-        self.configuration = configuration
+        self.settings = settings
         self.accessTokens = accessTokens
         self.apple = apple
         self.extraIssuers = extraIssuers
-        self.sessions = SessionCache(ttl: configuration.sessionCacheTTL)
-        self.hasher = PasswordHasher(cost: configuration.bcryptCost)
+        self.sessions = SessionCache(ttl: settings.sessionCacheTTL)
+        self.hasher = PasswordHasher(cost: settings.bcryptCost)
         self.logger = logger
         self.now = now
     }
@@ -258,7 +258,7 @@ package struct AccountService: Sendable {
     ) async throws -> String {
         try await RefreshTokens(db).insert(
             userID: userID, tokenHash: Self.hash(token), familyID: family, deviceID: deviceID,
-            expiresAt: now().addingTimeInterval(configuration.refreshTokenLifetime.timeInterval))
+            expiresAt: now().addingTimeInterval(settings.refreshTokenLifetime.timeInterval))
         return token
     }
 

@@ -8,8 +8,6 @@ package struct AppStoreError: Error, CustomStringConvertible, Sendable, Equatabl
         case wrongApp
         /// A product id that `APPSTORE_PRODUCT_TIERS` maps to no tier.
         case unknownProduct
-        /// `APPSTORE_BUNDLE_ID` is not set.
-        case notConfigured
     }
 
     package let code: Code

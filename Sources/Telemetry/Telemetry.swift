@@ -9,17 +9,14 @@ import Synchronization
 /// scrape time (queue state from Redis, connection counts, busy slots). Handles are made once (per queue and kind,
 /// per provider, per route) and kept, so counting on a hot path is an atomic add.
 public final class Telemetry: Sendable {
-    /// The version `carbscan_build_info` and the process registry report: `CARBSCAN_VERSION`, set by the deploy, else
-    /// `dev`.
-    public static let version =
-        ProcessInfo.processInfo.environment["CARBSCAN_VERSION"].flatMap { $0.isEmpty ? nil : $0 } ?? "dev"
-
     public let registry: PrometheusCollectorRegistry
     /// The factory every handle of this process is made by (the binary also bootstraps `MetricsSystem` with it).
     public let factory: PrometheusMetricsFactory
     private let collectors = Mutex<[@Sendable () async throws -> Void]>([])
 
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// - Parameters:
+    ///   - version: what `carbscan_build_info` reports (the deploy's `CARBSCAN_VERSION`, as the process registry does).
+    public init(version: String = "dev", registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
         var factory = PrometheusMetricsFactory(registry: registry)
         // Jobs and calls last from milliseconds (a noop) to minutes (an AI analysis): buckets up to 5 min.
@@ -29,7 +26,7 @@ public final class Telemetry: Sendable {
             .seconds(60), .seconds(300),
         ]
         self.factory = factory
-        CoreMetrics.Gauge(label: MetricName.buildInfo, dimensions: [("version", Self.version)], factory: factory).record(1)
+        CoreMetrics.Gauge(label: MetricName.buildInfo, dimensions: [("version", version)], factory: factory).record(1)
         CoreMetrics.Gauge(label: MetricName.processStartTime, dimensions: [], factory: factory)
             .record(Self.processStartTime ?? Date().timeIntervalSince1970)
         addConnectionGauges()

@@ -4,6 +4,7 @@ import AppStore
 import ArgumentParser
 import Foundation
 import Queue
+import Settings
 import Workers
 
 /// `carbscan config check`: every setting as the processes would read it, secrets masked, and every refusal.
@@ -17,7 +18,7 @@ struct ConfigCommand: AsyncParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
-            let environment = ProcessInfo.processInfo.environment
+            let environment = EnvironmentReader.process
             var lines: [(String, String)] = []
             var problems: [String] = []
             func read<T>(_ what: String, _ body: () throws -> T) -> T? {
@@ -39,7 +40,7 @@ struct ConfigCommand: AsyncParsableCommand {
             if let catalog { lines.append(("job kinds", catalog.kinds.keys.sorted().joined(separator: ", "))) }
             if let port = read("port", { try SettingChecks.port(environment) }) { lines.append(("CARBSCAN_PORT", "\(port ?? 8080)")) }
 
-            if let auth = read("auth", { try AuthConfiguration.fromEnvironment(environment) }) {
+            if let auth = read("auth", { try AuthSettings(environment: environment) }) {
                 lines += [
                     ("JWT_SECRET", auth.usesEphemeralSecret ? "(unset: random per process)" : "set (\(auth.jwtSecret.count) bytes)"),
                     ("ACCESS_TOKEN_TTL", Self.seconds(auth.accessTokenLifetime)),
@@ -51,7 +52,7 @@ struct ConfigCommand: AsyncParsableCommand {
                     ("REFRESH_TOKEN_REUSE_INTERVAL", Self.seconds(auth.refreshTokenReuseInterval)),
                 ]
             }
-            if let api = read("api", { try APISettings.fromEnvironment(environment) }) {
+            if let api = read("api", { try APISettings(environment: environment) }) {
                 lines += [
                     ("LOGIN_MAX_FAILURES", "\(api.maxLoginFailures)"), ("LOGIN_MAX_ATTEMPTS_PER_IP", "\(api.maxLoginAttemptsPerIP)"),
                     ("SYNC_WAIT_SECONDS", Self.seconds(api.syncWait)), ("HTTP_IDLE_TIMEOUT_SECONDS", Self.seconds(api.idleTimeout)),
@@ -66,9 +67,9 @@ struct ConfigCommand: AsyncParsableCommand {
                 ]
                 if let catalog { _ = read("scan-reset") { try SettingChecks.scanResetZone(api.scanResetTimeZone, catalog: catalog) } }
             }
-            if let magicLink = read("magic link", { try MagicLinkSettings.fromEnvironment(environment) }) {
+            if let magicLink = read("magic link", { try MagicLinkSettings(environment: environment) }) {
                 lines.append(
-                    ("SMTP_URL", magicLink == nil ? "(unset: magic links answer 503)" : Self.masked(environment["SMTP_URL"] ?? "")))
+                    ("SMTP_URL", magicLink == nil ? "(unset: magic links answer 503)" : Self.masked(environment.text("SMTP_URL") ?? "")))
                 if let magicLink {
                     lines += [
                         ("MAGIC_LINK_URL", magicLink.linkTemplate), ("MAGIC_LINK_MAX_PER_EMAIL", "\(magicLink.maxPerEmail)"),
@@ -76,10 +77,10 @@ struct ConfigCommand: AsyncParsableCommand {
                     ]
                 }
             }
-            if let appStore = read("app store", { try AppStoreConfiguration.fromEnvironment(environment) }) {
+            if let appStore = read("app store", { try AppStoreSettings(environment: environment) }) {
                 lines.append(("APPSTORE_BUNDLE_ID", appStore == nil ? "(unset: App Store routes answer 503)" : "set"))
             }
-            if let workers = read("workers", { try WorkerSettings.fromEnvironment(environment) }) {
+            if let workers = read("workers", { try WorkerSettings(environment: environment) }) {
                 lines += [
                     ("AI_BASE_URL", workers.aiBaseURL ?? "(unset: analysis and chat jobs die as misconfigured)"),
                     ("AI_API_KEY", workers.aiAPIKey == nil ? "(unset)" : "set"), ("AI_MODEL", workers.aiModel),

@@ -4,21 +4,22 @@ import Logging
 import Postgres
 import Queue
 import Redis
+import Settings
 
 /// Options every subcommand shares. Each falls back to an environment variable, then to a local default
 /// that matches `ops/services.sh`.
 struct GlobalOptions: ParsableArguments {
     @Option(help: "Redis URL, redis://[:password@]host:port/db (env REDIS_URL).")
-    var redisURL: String = ProcessInfo.processInfo.environment["REDIS_URL"] ?? "redis://127.0.0.1:56379/0"
+    var redisURL: String = EnvironmentReader.process.text("REDIS_URL") ?? "redis://127.0.0.1:56379/0"
 
     @Option(help: "Postgres URL, postgres://user[:password]@host:port/db (env DATABASE_URL).")
-    var databaseURL: String = ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+    var databaseURL: String = EnvironmentReader.process.text("DATABASE_URL") ?? "postgres://postgres@127.0.0.1:55432/carbscan"
 
     @Option(help: "Folder of the job kind files (env CARBSCAN_JOBS_DIR).")
-    var jobsDir: String = ProcessInfo.processInfo.environment["CARBSCAN_JOBS_DIR"] ?? "jobs"
+    var jobsDir: String = EnvironmentReader.process.text("CARBSCAN_JOBS_DIR") ?? "jobs"
 
     @Option(help: "Prefix of every Redis key (env CARBSCAN_PREFIX).")
-    var prefix: String = ProcessInfo.processInfo.environment["CARBSCAN_PREFIX"] ?? "carbscan"
+    var prefix: String = EnvironmentReader.process.text("CARBSCAN_PREFIX") ?? "carbscan"
 
     @Option(
         help: """
@@ -61,7 +62,7 @@ struct GlobalOptions: ParsableArguments {
         -> Int
     {
         if let option { return option }
-        return try EnvironmentSettings(ProcessInfo.processInfo.environment).integer(variable, default: fallback, in: range)
+        return try EnvironmentReader.process.integer(variable, default: fallback, in: range)
     }
 
     /// The queue's options: the prefix, and the durable enqueue when asked for.

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Logging
+import Settings
 
 /// Writes one JSON object per line to stderr: `{"ts":…,"level":…,"msg":…,"logger":…, metadata…}`.
 /// Nothing secret is ever put in metadata by this project (URLs are logged redacted, tokens never).
@@ -70,6 +71,6 @@ enum LogSetup {
 
     /// `LOG_LEVEL`, or `fallback` when it is unset or not a level's name.
     static func level(default fallback: Logger.Level) -> Logger.Level {
-        ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? fallback
+        EnvironmentReader.process.text("LOG_LEVEL").flatMap(Logger.Level.init(rawValue:)) ?? fallback
     }
 }

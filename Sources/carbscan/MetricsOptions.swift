@@ -37,7 +37,7 @@ extension Telemetry {
 
     /// The process's telemetry: also the factory of `MetricsSystem`, so libraries' metrics land in the same registry.
     static func forProcess() -> Telemetry {
-        let telemetry = Telemetry()
+        let telemetry = Telemetry(version: BuildVersion.current)
         let first = bootstrapped.withLock { done in
             defer { done = true }
             return !done

@@ -6,6 +6,7 @@ import Mail
 import OutboundHTTP
 import Queue
 import ServiceLifecycle
+import Settings
 import Store
 import Telemetry
 import Workers
@@ -29,7 +30,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         try await reportingErrors {
             let logger = Logger(label: "carbscan.scheduler")
             let queue = try global.jobQueue(logger: logger)
-            let zone = try EnvironmentSettings(ProcessInfo.processInfo.environment).timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
+            let zone = try EnvironmentReader.process.timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
             try SettingChecks.scanResetZone(zone, catalog: queue.catalog)
             let scheduler = CronScheduler(queue: queue, logger: logger)
             let telemetry = metrics.metricsPort == nil ? nil : Telemetry.forProcess()

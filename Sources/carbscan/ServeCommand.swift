@@ -8,6 +8,7 @@ import Logging
 import OutboundHTTP
 import Postgres
 import ServiceLifecycle
+import Settings
 import Store
 import Telemetry
 
@@ -25,7 +26,7 @@ struct ServeCommand: AsyncParsableCommand {
     var noMetrics = false
 
     @Option(help: "Address to listen on (env CARBSCAN_HOST).")
-    var host: String = ProcessInfo.processInfo.environment["CARBSCAN_HOST"] ?? "127.0.0.1"
+    var host: String = EnvironmentReader.process.text("CARBSCAN_HOST") ?? "127.0.0.1"
 
     @Option(help: "Port to listen on (env CARBSCAN_PORT; default 8080).")
     var port: Int?
@@ -44,14 +45,9 @@ struct ServeCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.api")
-            let environment = ProcessInfo.processInfo.environment
+            let environment = EnvironmentReader.process
             let port = try port ?? SettingChecks.port(environment) ?? 8080
-            let settings: ServeSettings
-            do {
-                settings = try ServeSettings.fromEnvironment(environment)
-            } catch {
-                throw CLIError("configuration: \(error)", exitCode: 78)
-            }
+            let settings = try ServeSettings(environment: environment)
             if settings.auth.usesEphemeralSecret {
                 logger.warning("JWT_SECRET is not set: using a random secret, so tokens stop working when this process stops")
             }

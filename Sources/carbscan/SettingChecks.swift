@@ -1,5 +1,6 @@
 import Foundation
 import Queue
+import Settings
 import Workers
 
 /// Checks between settings and the job files that nothing else would notice.
@@ -17,9 +18,8 @@ enum SettingChecks {
     }
 
     /// `CARBSCAN_PORT` when set: a TCP port.
-    static func port(_ environment: [String: String]) throws(SettingError) -> Int? {
-        let settings = EnvironmentSettings(environment)
-        guard settings.text("CARBSCAN_PORT") != nil else { return nil }
-        return try settings.integer("CARBSCAN_PORT", default: 8080, in: 0...65535)
+    static func port(_ environment: EnvironmentReader) throws(SettingError) -> Int? {
+        guard environment.text("CARBSCAN_PORT") != nil else { return nil }
+        return try environment.integer("CARBSCAN_PORT", default: 8080, in: 0...65535)
     }
 }

@@ -6,6 +6,7 @@ import Mail
 import OutboundHTTP
 import Queue
 import ServiceLifecycle
+import Settings
 import Store
 import Telemetry
 import Workers
@@ -69,10 +70,9 @@ struct WorkCommand: AsyncParsableCommand {
             // Metrics only with --metrics-port: without it the worker runs no instrumentation at all.
             let telemetry = metrics.metricsPort == nil ? nil : Telemetry.forProcess()
             if let telemetry { QueueMetrics.register(queue, on: telemetry) }
-            let settings: WorkerSettings
+            let settings = try WorkerSettings(environment: .process)
             let mailer: SMTPMailer?
             do {
-                settings = try WorkerSettings.fromEnvironment(ProcessInfo.processInfo.environment)
                 mailer = try settings.smtpURL.map(SMTPMailer.init(url:))
             } catch {
                 throw CLIError("configuration: \(error)", exitCode: 78)

@@ -3,10 +3,12 @@ import Foundation
 import HummingbirdTesting
 import JSON
 import Queue
+import Settings
 import Store
 import TestSupport
 import Testing
 import Workers
+import carbscan
 
 /// App Store subscriptions: `subscriptions/validate-receipt`, `webhooks/appstore` and `subscriptions/sync`, with
 /// payloads signed by a locally generated chain shaped like Apple's (the server pins its root, as it pins Apple
@@ -117,7 +119,7 @@ import Workers
                 client, account.accessToken, try signer.sign(AppStoreSigner.transaction(signed: start - 120)))
             #expect(bought.status == 200)
             var settings = WorkerSettings()
-            settings.appStore = try AppStoreConfiguration.fromEnvironment(environment)
+            settings.appStore = try AppStoreSettings(environment: EnvironmentReader(environment))
             let (worker, task) = api.startWorker(queue: "billing", settings: settings)
             defer { worker.stop() }
 
@@ -170,7 +172,7 @@ import Workers
             #expect(bought.status == 200 && bought.data["tier"].string == "pro", "\(bought.text)")
             try await Task.sleep(for: .seconds(2))
             var settings = WorkerSettings()
-            settings.appStore = try AppStoreConfiguration.fromEnvironment(environment)
+            settings.appStore = try AppStoreSettings(environment: EnvironmentReader(environment))
             let (worker, task) = api.startWorker(queue: "billing", settings: settings)
             let synced = try await client.call(.post, "subscriptions/sync", token: account.accessToken)
             worker.stop()

@@ -2,8 +2,10 @@ import Foundation
 import HTTPTypes
 import JSON
 import Queue
+import Settings
 import TestSupport
 import Testing
+import carbscan
 
 @testable import API
 
@@ -22,11 +24,11 @@ import Testing
     }
 
     @Test func settingsNeedBothVariablesAndALongPassword() throws {
-        #expect(throws: SettingError.self) { try APISettings.fromEnvironment(["OPS_USER": "ops"]) }
-        #expect(throws: SettingError.self) { try APISettings.fromEnvironment(["OPS_PASSWORD": "a long enough password"]) }
-        #expect(throws: SettingError.self) { try APISettings.fromEnvironment(["OPS_USER": "ops", "OPS_PASSWORD": "short"]) }
-        #expect(try APISettings.fromEnvironment([:]).opsCredentials == nil)
-        #expect(try APISettings.fromEnvironment(Ops.environment).opsCredentials?.user == Ops.user)
+        #expect(throws: SettingError.self) { try APISettings(environment: ["OPS_USER": "ops"]) }
+        #expect(throws: SettingError.self) { try APISettings(environment: ["OPS_PASSWORD": "a long enough password"]) }
+        #expect(throws: SettingError.self) { try APISettings(environment: ["OPS_USER": "ops", "OPS_PASSWORD": "short"]) }
+        #expect(try APISettings(environment: [:]).opsCredentials == nil)
+        #expect(try APISettings(environment: EnvironmentReader(Ops.environment)).opsCredentials?.user == Ops.user)
     }
 
     @Test func asksForCredentials() async throws {

@@ -1,7 +1,9 @@
 import Accounts
 import Foundation
+import Settings
 import Synchronization
 import Testing
+import carbscan
 
 /// Refresh tokens as the seeds' app uses them (one token, stored at sign-in) and, with `REFRESH_TOKEN_ROTATION`, as a
 /// rotating client over a real network: retries and concurrent refreshes survive the reuse interval, theft does not.
@@ -15,7 +17,7 @@ import Testing
             var env = environment
             env["JWT_SECRET"] = String(decoding: TestAPI.jwtSecret, as: UTF8.self)
             return AccountService(
-                database: api.database, configuration: try AuthConfiguration.fromEnvironment(env), accessTokens: live.accessTokens,
+                database: api.database, settings: try AuthSettings(environment: EnvironmentReader(env)), accessTokens: live.accessTokens,
                 apple: nil, extraIssuers: [], logger: TestAPI.logger, now: { self.time.withLock { $0 } })
         }
     }
@@ -112,11 +114,11 @@ import Testing
     }
 
     @Test func rotationSettingsAreChecked() throws {
-        #expect(try AuthConfiguration.fromEnvironment([:]).refreshTokenRotation == false)
-        #expect(try AuthConfiguration.fromEnvironment([:]).refreshTokenReuseInterval == .seconds(10))
-        let on = try AuthConfiguration.fromEnvironment(["REFRESH_TOKEN_ROTATION": "true", "REFRESH_TOKEN_REUSE_INTERVAL": "2.5"])
+        #expect(try AuthSettings(environment: [:]).refreshTokenRotation == false)
+        #expect(try AuthSettings(environment: [:]).refreshTokenReuseInterval == .seconds(10))
+        let on = try AuthSettings(environment: ["REFRESH_TOKEN_ROTATION": "true", "REFRESH_TOKEN_REUSE_INTERVAL": "2.5"])
         #expect(on.refreshTokenRotation && on.refreshTokenReuseInterval == .milliseconds(2500))
-        #expect(throws: AuthConfigurationError.self) { try AuthConfiguration.fromEnvironment(["REFRESH_TOKEN_ROTATION": "maybe"]) }
-        #expect(throws: AuthConfigurationError.self) { try AuthConfiguration.fromEnvironment(["REFRESH_TOKEN_REUSE_INTERVAL": "-1"]) }
+        #expect(throws: SettingError.self) { try AuthSettings(environment: ["REFRESH_TOKEN_ROTATION": "maybe"]) }
+        #expect(throws: SettingError.self) { try AuthSettings(environment: ["REFRESH_TOKEN_REUSE_INTERVAL": "-1"]) }
     }
 }

@@ -1,6 +1,7 @@
 import API
 import HTTPTypes
 import Testing
+import carbscan
 
 /// `TRUSTED_PROXIES`: behind a proxy every user has an address of their own again, and nobody else can choose one.
 @Suite struct TrustedProxiesTests {
@@ -41,9 +42,9 @@ import Testing
 
     @Test func malformedSettingsStopStartUp() throws {
         for bad in ["10.0.0.0/33", "not-an-ip", "10.0.0.0/8;10.1.0.0/16", "::1/129", "10.0.0/8", "10.0.0.0/-1"] {
-            #expect(throws: (any Error).self, "\(bad)") { try APISettings.fromEnvironment(["TRUSTED_PROXIES": bad]) }
+            #expect(throws: (any Error).self, "\(bad)") { try APISettings(environment: ["TRUSTED_PROXIES": bad]) }
         }
-        let settings = try APISettings.fromEnvironment(["TRUSTED_PROXIES": " 10.0.0.0/8 , ::1 "])
+        let settings = try APISettings(environment: ["TRUSTED_PROXIES": " 10.0.0.0/8 , ::1 "])
         #expect(settings.trustedProxies.blocks.map(\.description) == ["10.0.0.0/8", "::1/128"])
     }
 

@@ -293,8 +293,6 @@ import Testing
             #expect(result?.contains("carb_lookup") == true)
             let sent = try JSONValue(parsing: try #require(server.received.last).body)
             #expect(sent["max_tokens"] == 321)
-            #expect(try WorkerSettings.fromEnvironment(["AI_MAX_TOKENS_CHAT": "99"]).aiMaxTokens(forKind: "chat") == 99)
-            #expect(try WorkerSettings.fromEnvironment([:]).aiMaxTokens(forKind: "analysis") == 700)
             // jobs/chat.yml's 45 s timeout leaves the request 40 s (libcurl's fixed 30 s used to end it sooner).
             #expect(AIClient(services: env.services(settings)).requestTimeout(forKind: "chat") == .seconds(40))
         }

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Queue
 
 /// The operators' dashboard credentials (`OPS_USER`, `OPS_PASSWORD`), and what is derived from them: the key that
 /// signs dashboard sessions and CSRF tokens. Changing either variable ends every session.
@@ -11,30 +10,14 @@ package struct OpsCredentials: Sendable {
     /// Signs session cookies and CSRF tokens; known only to processes that know the password.
     let signingKey: SymmetricKey
 
-    static let minimumPasswordLength = 12
+    /// A shorter `OPS_PASSWORD` is refused at start-up.
+    package static let minimumPasswordLength = 12
 
     package init(user: String, password: String) {
         self.user = user
         passwordDigest = SHA256.hash(data: Array(password.utf8))
         userDigest = SHA256.hash(data: Array(user.utf8))
         signingKey = SymmetricKey(data: SHA256.hash(data: Array("carbscan-ops-session\u{0}\(user)\u{0}\(password)".utf8)))
-    }
-
-    /// Both set: the dashboard is on; both unset: off. One without the other, or a short password, is refused.
-    static func fromEnvironment(_ settings: EnvironmentSettings) throws(SettingError) -> OpsCredentials? {
-        let user = settings.text("OPS_USER")
-        let password = settings.values["OPS_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
-        switch (user, password) {
-        case (nil, nil): return nil
-        case (nil, _): throw SettingError("OPS_USER", "must be set when OPS_PASSWORD is (the dashboard needs both)")
-        case (_, nil): throw SettingError("OPS_PASSWORD", "must be set when OPS_USER is (the dashboard needs both)")
-        case (let user?, let password?):
-            guard password.count >= minimumPasswordLength else {
-                throw SettingError("OPS_PASSWORD", "must be at least \(minimumPasswordLength) characters")
-            }
-            guard !user.contains(":") else { throw SettingError("OPS_USER", "must not contain ':' (HTTP Basic splits on it)") }
-            return OpsCredentials(user: user, password: password)
-        }
     }
 
     /// Compares digests of fixed length byte by byte without stopping early, so the time taken says nothing about

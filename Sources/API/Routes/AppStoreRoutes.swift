@@ -16,7 +16,7 @@ struct AppStoreRoutes {
     let queue: JobQueue
     let authenticator: Authenticator
     /// Nil without `APPSTORE_BUNDLE_ID`: both routes answer CONFIGURATION_ERROR.
-    let configuration: AppStoreConfiguration?
+    let settings: AppStoreSettings?
     let scanResetTimeZone: TimeZone
 
     /// A notification is a few kilobytes (three certificates, twice); anything far larger is not one.
@@ -108,11 +108,11 @@ struct AppStoreRoutes {
         return try Envelope.success(WebhookReceived(received: true, ignored: false, jobId: result.jobID?.rawValue))
     }
 
-    private func configured() throws -> AppStoreConfiguration {
-        guard let configuration else {
+    private func configured() throws -> AppStoreSettings {
+        guard let settings else {
             throw APIError(.serviceUnavailable, "CONFIGURATION_ERROR", "App Store purchases are not configured on this server")
         }
-        return configuration
+        return settings
     }
 
     /// 400 `INVALID_RECEIPT` naming what failed (never echoing the token).

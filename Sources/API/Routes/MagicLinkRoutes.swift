@@ -76,8 +76,8 @@ struct MagicLinkRoutes {
     }
 }
 
-/// `SMTP_URL` (mail is configured), `MAGIC_LINK_URL` (the link's template, `{token}` replaced), and the request limits
-/// (`MAGIC_LINK_MAX_PER_EMAIL` per 15 minutes, `MAGIC_LINK_MAX_PER_IP` per minute).
+/// `MAGIC_LINK_URL` (the link's template, `{token}` replaced) and the request limits (`MAGIC_LINK_MAX_PER_EMAIL` per
+/// 15 minutes, `MAGIC_LINK_MAX_PER_IP` per minute); there are none without `SMTP_URL` (no mail server).
 package struct MagicLinkSettings: Sendable {
     package var linkTemplate: String
     package var maxPerEmail: Int
@@ -87,20 +87,6 @@ package struct MagicLinkSettings: Sendable {
         self.linkTemplate = linkTemplate
         self.maxPerEmail = maxPerEmail
         self.maxPerIP = maxPerIP
-    }
-
-    /// Nil when `SMTP_URL` is unset. A template without `{token}` or a limit that is not a positive number is refused.
-    package static func fromEnvironment(_ environment: [String: String]) throws(SettingError) -> MagicLinkSettings? {
-        let settings = EnvironmentSettings(environment)
-        guard settings.text("SMTP_URL") != nil else { return nil }
-        var magicLink = MagicLinkSettings()
-        if let template = settings.text("MAGIC_LINK_URL") {
-            guard template.contains("{token}") else { throw SettingError("MAGIC_LINK_URL", "must contain {token}, not '\(template)'") }
-            magicLink.linkTemplate = template
-        }
-        magicLink.maxPerEmail = try settings.integer("MAGIC_LINK_MAX_PER_EMAIL", default: magicLink.maxPerEmail, in: 1...1_000_000_000)
-        magicLink.maxPerIP = try settings.integer("MAGIC_LINK_MAX_PER_IP", default: magicLink.maxPerIP, in: 1...1_000_000_000)
-        return magicLink
     }
 
     func throttle(redis: RedisClient, prefix: String) -> RequestThrottle {

@@ -10,9 +10,11 @@ import OutboundHTTP
 import Postgres
 import Queue
 import Redis
+import Settings
 import Store
 import TestSupport
 import Workers
+import carbscan
 
 /// The API on the real Postgres and Redis, isolated per test: a fresh schema (migrated) in `carbscan_test`, a
 /// Redis key prefix of its own, and a local JWKS server standing in for Apple and Clerk.
@@ -105,7 +107,7 @@ struct TestAPI: Sendable {
             env["JWKS_MIN_REFETCH_SECONDS"] = "1"
             env.merge(environment) { $1 }
             let dependencies = await APIDependencies.live(
-                database: database, queue: queue, settings: try ServeSettings.fromEnvironment(env), logger: logger)
+                database: database, queue: queue, settings: try ServeSettings(environment: EnvironmentReader(env)), logger: logger)
             let (router, routes) = try APIServer.router(dependencies)
             let api = TestAPI(
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
@@ -127,7 +129,7 @@ struct TestAPI: Sendable {
     /// the session cache, which would hide whether a message arrived).
     func otherProcess<T: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
         var dependencies = await APIDependencies.live(
-            database: database, queue: queue, settings: try ServeSettings.fromEnvironment(environment), logger: Self.logger)
+            database: database, queue: queue, settings: try ServeSettings(environment: EnvironmentReader(environment)), logger: Self.logger)
         dependencies.waiter = JobWaiter(
             queue: queue, sessions: dependencies.accounts.sessions, logger: Self.logger, idleRenewal: .seconds(60))
         let app = Application(
