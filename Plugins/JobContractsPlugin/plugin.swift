@@ -4,6 +4,11 @@ import PackagePlugin
 /// Generates the `JobContracts` target's types from the job kinds' files, `jobs/*.yml` at the package root, as
 /// swift-openapi-generator does from `openapi.yaml`: `<Kind>Contract.swift` from each file's `payload:` and
 /// `result:` schemas, and `Contracts.all`. Each file is an input of its command, so editing it regenerates the contract.
+///
+/// SwiftPM asks a plugin for its commands when it plans a build, which it does again when a target's source files or
+/// the manifest change, not when a file of `jobs/` alone does. Adding a kind adds its handler to `Sources/Workers`, so
+/// the plan is made again; after removing or renaming a job file the build stops with "missing inputs: jobs/…": `touch
+/// Package.swift` (or a clean build) plans it again.
 @main
 struct JobContractsPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
