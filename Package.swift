@@ -76,6 +76,11 @@ let package = Package(
                 .embedInCode("Scripts/lease-release.lua"),
             ]
         ),
+        // Transactional enqueue: jobs written to Postgres with the rows that need them, then put on their Redis queues.
+        .target(
+            name: "Outbox",
+            dependencies: ["Queue", "JSON", "Postgres", .product(name: "Logging", package: "swift-log")]
+        ),
         // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers,
         // generated at build time from the kinds' files (jobs/*.yml): the job file is the one place a kind is declared.
         .target(name: "JobContracts", dependencies: ["Queue", "JSON"], plugins: ["JobContractsPlugin"]),
@@ -137,7 +142,8 @@ let package = Package(
         .target(
             name: "API",
             dependencies: [
-                "Accounts", "AppStore", "Store", "Postgres", "Queue", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP", "Telemetry",
+                "Accounts", "AppStore", "Store", "Postgres", "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP",
+                "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -166,7 +172,7 @@ let package = Package(
         .target(
             name: "Workers",
             dependencies: [
-                "Queue", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
+                "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -177,7 +183,7 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail", "Telemetry",
+                "AppStore", "Mail", "Telemetry", "Outbox",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -197,6 +203,17 @@ let package = Package(
             ],
             path: "ops/bench/slow-provider"
         ),
+        // The benchmarks' commands (ops/bench/*.sh): apart from `carbscan`, which ships only what operators run.
+        .executableTarget(
+            name: "carbscan-bench",
+            dependencies: [
+                "Queue", "JSON", "Durations", "Redis", "OutboundHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks"
+        ),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
@@ -215,7 +232,7 @@ let package = Package(
         .testTarget(
             name: "WorkersTests",
             dependencies: [
-                "TestSupport", "Workers", "Queue", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
+                "TestSupport", "Workers", "Queue", "Outbox", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -231,7 +248,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "JSON", "Redis", "Workers", "TestSupport",
+                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Outbox", "JSON", "Redis", "Workers", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -9,6 +9,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=ops/lib.sh
+source "$root/ops/lib.sh"
 cluster_dir=$root/.local/cluster
 base_port=${CARBSCAN_CLUSTER_PORT:-17001}
 
@@ -50,13 +52,6 @@ for ((i = 0; i < nodes; i++)); do ports+=($((base_port + i))); done
 # A node's cluster bus listens on PORT+10000 by default, which does not exist above 55535 (redis-server then refuses
 # to start): there it is PORT-10000 instead.
 bus_port() { if (($1 + 10000 <= 65535)); then echo $(($1 + 10000)); else echo $(($1 - 10000)); fi; }
-
-# alive PID COMM: PID is a live process (not a zombie) whose command is COMM (guards against a reused PID).
-alive() {
-    local state
-    state=$(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
-    [[ $state != Z* && ${state##* } == "$2" ]]
-}
 
 # cli PORT COMMAND...: one command to a node, giving up after 5 s (a node that stopped answering must not hang us).
 cli() {

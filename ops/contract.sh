@@ -7,6 +7,8 @@
 # requests are signed in as accounts it registers through the API (ops/contract/hooks.py).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 binary=.build/debug/carbscan examples=25
 while (($#)); do
     case $1 in
@@ -15,12 +17,11 @@ while (($#)); do
         *) break ;;
     esac
 done
-[[ -x $binary ]] || { echo "contract.sh: no $binary: swift build first (or --binary)" >&2; exit 69; }
-python3 -c 'import schemathesis' 2>/dev/null || python3 -m pip install -q 'schemathesis>=4.32,<5'
+require_binary "$binary"
+python_tool schemathesis 'schemathesis>=4.32,<5'
 # shellcheck source=/dev/null
 source .local/env.sh
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 work=$(mktemp -d)
 database=carbscan_contract_$$
 prefix=contract-$$
@@ -60,7 +61,7 @@ worker=$!
 
 export CONTRACT_BASE_URL=$base CONTRACT_FILTERED_LOG=$work/filtered.txt SCHEMATHESIS_HOOKS=hooks PYTHONPATH=ops/contract${PYTHONPATH:+:$PYTHONPATH}
 status=0
-st --config-file ops/contract/schemathesis.toml run "$base/api/mobile/v1/openapi.json" --url "$base" \
+"$venv/bin/st" --config-file ops/contract/schemathesis.toml run "$base/api/mobile/v1/openapi.json" --url "$base" \
     --checks all --max-examples "$examples" --seed 1 --workers 1 --no-color \
     --generation-database none --generation-allow-x00 false --request-timeout 10 "$@" || status=$?
 if [[ -s $work/filtered.txt ]]; then

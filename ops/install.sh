@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Usage: ops/install.sh — installs the Debian 12 packages the project needs (only those missing) and checks swift.
+# Usage: ops/install.sh — installs the Debian 12 packages the project needs (only those missing), the Python tools
+# into .local/venv, and checks swift.
 set -euo pipefail
+# shellcheck source=ops/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # prometheus: its promtool checks the deploy kit's alert rules (ops/deploy/check.sh); the server is not run.
 # tmux: ops/faults/run-cleanup.sh types Ctrl-C into ops/run.sh in a terminal.
-packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus tmux)
+# python3-venv: the Python tools' virtual environment (.local/venv); Debian's python3 has no venv module without it.
+packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus tmux python3-venv)
 
 missing=()
 for package in "${packages[@]}"; do
@@ -20,31 +24,7 @@ if ((${#missing[@]})); then
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The tests' local SMTP server (a real one, from PyPI).
-if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
-    echo "install.sh: installing aiosmtpd (PyPI)"
-    python3 -m pip install -q aiosmtpd
-fi
-
-# The client tests' HTTP/2 server and the in-flight benchmark's (a real one, from PyPI).
-if ! python3 -c 'import hypercorn' 2>/dev/null; then
-    echo "install.sh: installing hypercorn (PyPI)"
-    python3 -m pip install -q 'hypercorn>=0.17,<1'
-fi
-
-# The API contract fuzzer (ops/contract.sh), from PyPI.
-if ! python3 -c 'import schemathesis' 2>/dev/null; then
-    echo "install.sh: installing schemathesis (PyPI)"
-    python3 -m pip install -q 'schemathesis>=4.32,<5'
-fi
-
-# The deploy kit's Kubernetes manifests against the API schemas (ops/deploy/check.sh), from PyPI.
-if ! command -v kubernetes-validate >/dev/null; then
-    echo "install.sh: installing kubernetes-validate (PyPI)"
-    python3 -m pip install -q 'kubernetes-validate>=1.32,<2'
-fi
-
-# The dashboard's browser test (ops/dashboard/run.sh): headless Chromium and its driver from Debian, Selenium from PyPI.
+# The browser test (ops/dashboard/run.sh): headless Chromium and its driver from Debian.
 browser=()
 for package in chromium chromium-driver; do
     status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
@@ -59,14 +39,15 @@ if ((${#browser[@]})); then
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${browser[@]}" \
         || echo "install.sh: chromium could not be installed: the dashboard's browser test will be skipped" >&2
 fi
-if ! python3 -c 'import selenium' 2>/dev/null; then
-    echo "install.sh: installing selenium (PyPI)"
-    python3 -m pip install -q 'selenium>=4.20,<5'
-fi
 
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then
-    PATH=/opt/swift/usr/bin:$PATH
-fi
+# The Python tools, from PyPI into .local/venv (ops/lib.sh), never into the system's Python.
+python_tool aiosmtpd aiosmtpd                                          # the tests' local SMTP server
+python_tool hypercorn 'hypercorn>=0.17,<1'                             # the client tests' and a benchmark's HTTP/2 server
+python_tool schemathesis 'schemathesis>=4.32,<5'                       # the API contract fuzzer (ops/contract.sh)
+python_tool kubernetes_validate 'kubernetes-validate>=1.32,<2'         # the deploy kit's manifests (ops/deploy/check.sh)
+python_tool yaml 'PyYAML>=6,<7'                                        # the deploy kit's structure checks (check.py)
+python_tool selenium 'selenium>=4.20,<5'                               # the dashboard's browser test (ops/dashboard/run.sh)
+
 if ! command -v swift >/dev/null; then
     echo "install.sh: no swift on PATH (nor /opt/swift/usr/bin): install Swift 6.3 from https://swift.org/install" >&2
     exit 1

@@ -42,8 +42,8 @@ source .local/env.sh
 if [[ -n ${CARBSCAN_BIN:-} ]]; then
     carbscan=$CARBSCAN_BIN
 else
-    swift build -c release --product carbscan
-    carbscan="$(swift build -c release --show-bin-path)/carbscan"
+    release_build carbscan
+    carbscan=$bin_dir/carbscan
 fi
 mkdir -p .local/logs
 

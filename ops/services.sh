@@ -3,6 +3,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=ops/lib.sh
+source "$root/ops/lib.sh"
 local_dir=$root/.local
 redis_port=${CARBSCAN_REDIS_PORT:-56379}
 pg_port=${CARBSCAN_PG_PORT:-55432}
@@ -17,15 +19,6 @@ log() { echo "services.sh: $*" >&2; }
 # A URL in the environment that is not our own local one points at a service someone else runs.
 redis_external() { [[ -n ${REDIS_URL:-} && $REDIS_URL != "$local_redis_url" ]]; }
 pg_external() { [[ -n ${DATABASE_URL:-} && $DATABASE_URL != "$local_database_url" ]]; }
-
-# Postgres refuses to run as root: run its tools as the postgres user then (from /, which it can enter).
-as_pg() {
-    if [[ $(id -u) == 0 ]]; then
-        (cd / && runuser -u postgres -- "$@")
-    else
-        "$@"
-    fi
-}
 
 # Postgres lives in .local/pg, or, when postgres cannot reach .local (a repo in a private folder such as a
 # `mktemp -d` clone), in /var/tmp/carbscan-pg-<hash of the repo path>, with .local/pg a symlink to it.
@@ -45,13 +38,6 @@ pg_home() {
         fi
     fi
     readlink -f "$link"
-}
-
-# alive PID COMM: PID is a live process (not a zombie) whose command is COMM (guards against a reused PID).
-alive() {
-    local state
-    state=$(ps -o stat=,comm= -p "$1" 2>/dev/null) || return 1
-    [[ $state != Z* && ${state##* } == "$2" ]]
 }
 
 redis_pid() { [[ -f $redis_pidfile ]] && cat "$redis_pidfile" || true; }
@@ -85,16 +71,11 @@ start_redis() {
         log "redis: already running (pid $(redis_pid), port $redis_port)"
         return
     fi
-    mkdir -p "$redis_dir"
-    redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no --dir "$redis_dir" \
-        --daemonize yes --pidfile "$redis_pidfile" --logfile "$redis_dir/redis.log"
-    for _ in $(seq 100); do
-        if [[ $(redis-cli -h 127.0.0.1 -p "$redis_port" ping 2>/dev/null) == PONG ]] && alive "$(redis_pid)" redis-server; then
-            log "redis: started (pid $(redis_pid), port $redis_port)"
-            return
-        fi
-        sleep 0.1
-    done
+    # Its pid file is $redis_pidfile: redis_up keeps the pid and the log in the folder it runs in.
+    if redis_up "$redis_port" "$redis_dir" && alive "$(redis_pid)" redis-server; then
+        log "redis: started (pid $(redis_pid), port $redis_port)"
+        return
+    fi
     log "redis: no PONG on port $redis_port after 10 s; see $redis_dir/redis.log"
     tail -n 20 "$redis_dir/redis.log" >&2 || true
     exit 1

@@ -28,7 +28,7 @@ source .local/cluster/env.sh
 
 if (($# == 0)); then
     # The repository's .swift-format, warnings as errors (the Swift client's package too).
-    swift format lint --strict --recursive Sources Tests Clients/Swift/Sources Clients/Swift/Tests
+    swift format lint --strict --recursive Sources Tests Benchmarks Clients/Swift/Sources Clients/Swift/Tests
 fi
 swift build --build-tests
 

@@ -55,7 +55,7 @@ private struct MultiHandles: @unchecked Sendable {
 /// connection of a multi handle's cache when a transfer looks for one to reuse (all of the host's), when a transfer
 /// is removed (all of them, for connect-only ones to close) and, once fewer transfers remain than a quarter of the
 /// cached connections, for the oldest idle one. With 10,000 HTTP/1.1 calls held to one model those walks were 23% of
-/// a worker's CPU (ops/bench/results/slow-provider-2026-11-26-caches.md). Each multi handle has a cache of its own;
+/// a worker's CPU (`ops/bench/slow-provider.sh` under perf, 2026-11-26). Each multi handle has a cache of its own;
 /// a transfer goes to the one with the fewest transfers.
 final class CurlMultiThread: Sendable {
     private struct State {

@@ -7,7 +7,7 @@ import Foundation
 /// `curl_multi_perform` and `curl_multi_poll`, which the client used before, walk every transfer on each call; with
 /// the socket API each wake-up touches only the sockets that are ready and the transfers whose timer is due. 10,000
 /// requests held over HTTP/2 cost the client 0.80 and 0.83 of the CPU they did; over HTTP/1.1, and for a worker's
-/// chats against a 1 s model, no difference showed (ops/bench/results/http-inflight-2026-11-26-socket-api.md).
+/// chats against a 1 s model, no difference showed (`ops/bench/http-inflight.sh` and `slow-provider.sh`, 2026-11-26).
 ///
 /// Lives on the client's thread; only `wake()` is called from other threads (a write to an eventfd).
 final class SocketEvents: @unchecked Sendable {

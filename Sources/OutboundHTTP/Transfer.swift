@@ -69,14 +69,14 @@ final class Transfer {
         try set(CURLOPT_FOLLOWLOCATION, 0)
         // libcurl gives a transfer that sends its body over HTTP/2 (or one over 64 KiB) a 64 KiB upload buffer, held
         // until the transfer ends; 16 KiB is its smallest. 10,000 POSTs of 1 KiB held over HTTP/2: 28.4 → 24.3 KB of
-        // RSS per request (ops/bench/results/http-inflight-2026-11-25.md).
+        // RSS per request (`ops/bench/http-inflight.sh`, 2026-11-25).
         try set(CURLOPT_UPLOAD_BUFFERSIZE, Self.uploadBufferBytes)
         // The receive buffer, 16 KiB by default, is allocated with the handle and held until it ends: the largest
         // allocation of a held request (heaptrack). Its untouched pages cost nothing while nothing else runs (10,000
         // requests held alone: 19.7 → 19.5 KB each with 4 KiB), but a worker allocates and frees all the time and its
         // heap grows to the bytes allocated: 10,000 chats held against a 5 s model peaked at 350 and 354 MB with
         // 16 KiB, 342 and 345 with 4 KiB, 318 and 313 with 1 KiB, worker CPU per chat no higher
-        // (ops/bench/results/slow-provider-2026-11-26-buffers.md). An AI answer of a few KB takes a few reads more.
+        // (`ops/bench/slow-provider.sh`, 2026-11-26). An AI answer of a few KB takes a few reads more.
         try set(CURLOPT_BUFFERSIZE, Self.receiveBufferBytes)
         try set(CURLOPT_SSL_VERIFYPEER, 1)
         try set(CURLOPT_SSL_VERIFYHOST, 2)

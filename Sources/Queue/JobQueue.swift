@@ -40,12 +40,24 @@ public struct EnqueueOptions: Sendable {
     /// record from the start. Any other job is only its stream entry until a worker starts it and writes the record:
     /// one `XADD` per job instead of a transaction of two commands, about twice the bulk enqueue rate.
     public var indexed: Bool
+    /// The job's id, chosen by the producer (e.g. written to a transactional outbox with the rows that need the job):
+    /// enqueuing it again while its record lives (waiting, running, or kept for its retention) is a no-op that answers
+    /// `.duplicate(of:)` itself, so a relay that delivers an outbox row twice makes one job. Nil: a fresh random id.
+    public var id: JobID?
+    /// What the job holds while it runs (e.g. `scan:42`, one scan of a user's quota): an opaque text the queue keeps
+    /// in the job's record and hands to the ``ReservationLedger`` once, as the job ends: to charge when it succeeded,
+    /// to release when it died, was cancelled or ran out of attempts. Recorded in the same script that records the
+    /// outcome (``JobQueue/settlements(queue:limit:)``).
+    public var reservation: String?
     /// Set by the scheduler: this enqueue is the fire of `cron` at `fireTime`, done at most once.
     var cron: CronFire?
 
     public init(
-        delay: Duration? = nil, uniqueKey: String? = nil, uniqueTTL: Duration? = nil, owner: String? = nil, indexed: Bool = false
+        delay: Duration? = nil, uniqueKey: String? = nil, uniqueTTL: Duration? = nil, owner: String? = nil, indexed: Bool = false,
+        id: JobID? = nil, reservation: String? = nil
     ) {
+        self.id = id
+        self.reservation = reservation
         self.delay = delay
         self.uniqueKey = uniqueKey
         self.uniqueTTL = uniqueTTL
@@ -152,7 +164,7 @@ public final class JobQueue: Sendable {
     /// Enqueues one job after checking its kind and payload. Returns its id, or why nothing was enqueued. One job goes
     /// straight to its path, without the batch's grouping (the one-by-one producer's figure is one round trip plus this).
     public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
-        let job = try prepare(kind, payload: payload, options: options, index: 0, id: .random())
+        let job = try prepare(kind, payload: payload, options: options, index: 0, id: options.id ?? .random())
         var results = [EnqueueResult.alreadyFired]
         try await write([job], queue: job.queue, path: job.path, into: &results)
         return results[0]
@@ -182,7 +194,8 @@ public final class JobQueue: Sendable {
         prepared.reserveCapacity(jobs.count)
         let ids = JobID.random(count: jobs.count)
         for (index, job) in jobs.enumerated() {
-            prepared.append(try prepare(job.kind, payload: job.payload, options: job.options, index: index, id: ids[index]))
+            prepared.append(
+                try prepare(job.kind, payload: job.payload, options: job.options, index: index, id: job.options.id ?? ids[index]))
         }
         var results = [EnqueueResult](repeating: .alreadyFired, count: jobs.count)
         // Grouped by queue as positions, not copies (a bulk of 100,000 spent an eighth of its time copying jobs).
@@ -200,14 +213,25 @@ public final class JobQueue: Sendable {
         return results
     }
 
-    /// Checks a job's kind and payload and settles its unique key: what goes into Redis, or why nothing may.
-    private func prepare(_ kind: String, payload: JSONValue, options: EnqueueOptions, index: Int, id: JobID) throws -> PreparedJob {
+    /// Checks that `kind` is in the catalog and `payload` matches its schema, as an enqueue does, without enqueuing:
+    /// for a producer that writes the job somewhere first (a transactional outbox) and must refuse bad input there.
+    public func validate(_ kind: String, payload: JSONValue) throws {
+        _ = try checkedSpec(kind, payload: payload)
+    }
+
+    private func checkedSpec(_ kind: String, payload: JSONValue) throws -> JobKindSpec {
         let spec = try spec(kind)
         let violations = spec.payloadSchema.validate(payload)
         if !violations.isEmpty {
             let list = violations.map(\.description).joined(separator: "; ")
             throw QueueError(.invalidPayload, "payload of '\(kind)' does not match jobs/\(kind).yml: \(list)")
         }
+        return spec
+    }
+
+    /// Checks a job's kind and payload and settles its unique key: what goes into Redis, or why nothing may.
+    private func prepare(_ kind: String, payload: JSONValue, options: EnqueueOptions, index: Int, id: JobID) throws -> PreparedJob {
+        let spec = try checkedSpec(kind, payload: payload)
         var uniqueKey = options.uniqueKey
         var uniqueTTL = options.uniqueTTL
         if uniqueKey == nil, let uniqueness = spec.uniqueness {
@@ -250,7 +274,11 @@ public final class JobQueue: Sendable {
         /// while it waits: a stream entry that carries the job; a record needed too: a transaction writes both;
         /// else the enqueue script.
         var path: Path {
-            if uniqueKey != nil || (options.delay ?? .zero) > .zero || options.cron != nil { return .scripted }
+            if uniqueKey != nil || (options.delay ?? .zero) > .zero || options.cron != nil || options.id != nil
+                || options.reservation != nil
+            {
+                return .scripted
+            }
             return options.indexed || !(options.owner ?? "").isEmpty ? .transaction : .entry
         }
     }
@@ -337,7 +365,7 @@ public final class JobQueue: Sendable {
                 delayMs: job.options.delay?.milliseconds ?? 0, uniqueKey: job.uniqueKey,
                 uniqueTTLMs: (job.uniqueTTL ?? .seconds(86_400)).milliseconds,
                 cron: job.options.cron.map { ($0.name, Int64($0.fireTime.timeIntervalSince1970 * 1000), $0.catchUp) },
-                owner: job.options.owner)
+                owner: job.options.owner, reservation: job.options.reservation, givenID: job.options.id != nil)
         }
         let reply = try await redis.run(EnqueueCall.script, keys: call.keys, arguments: call.arguments, durability: options.durability)
         for (job, answer) in zip(jobs, reply.array ?? []) {

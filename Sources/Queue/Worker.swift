@@ -29,6 +29,11 @@ public struct WorkerOptions: Sendable {
     public var consumer: String
     /// Told of every job that starts and ends here (metrics, the process registry's counters).
     public var observers: [any WorkerObserver] = []
+    /// Where the reservations jobs carry are settled (``ReservationLedger``): the upkeep leader hands it what ended
+    /// jobs owe, every `promoteInterval`. Without one, settlements wait in Redis for a worker that has it.
+    public var ledger: (any ReservationLedger)?
+    /// More work for the upkeep leader (e.g. a transactional outbox's relay).
+    public var leaderTasks: [LeaderTask] = []
 
     /// `carbscan work`'s default: see `WorkCommand.concurrency` for the measurement behind it.
     public static let defaultConcurrency = 1000
@@ -213,7 +218,7 @@ public final class Worker: Service {
     private func startUpkeep() {
         let upkeep = Upkeep(
             queue: queue, holder: options.consumer, ttl: options.upkeepLease, promoteInterval: options.promoteInterval,
-            reclaimInterval: options.reclaimInterval, logger: logger)
+            reclaimInterval: options.reclaimInterval, ledger: options.ledger, tasks: options.leaderTasks, logger: logger)
         let task = Task { await upkeep.run() }
         upkeepTask.withLock { $0 = task }
         if isStopping { task.cancel() }

@@ -39,24 +39,19 @@ package struct StoredChatAnswer: Sendable, Equatable {
 }
 
 extension ChatMessages {
-    /// Stores the job's exchange once per job id, charges the chat its message reserved and reads the day's usage,
-    /// in one statement (one round trip, atomic on its own; it was a transaction of four statements and BEGIN/COMMIT).
-    /// The charge is guarded by the reservation's status, so a re-delivered job finds its row and charges nothing more.
-    package func insertOnceCharging(
+    /// Stores the job's exchange once per job id and reads the day's usage, in one statement (one round trip, atomic
+    /// on its own). The chat its message reserved is charged by the queue when the job's success is recorded.
+    package func insertOnce(
         userID: String, jobID: String, messageID: String, message: String, response: String, messageType: String, followUps: [String]
     ) async throws -> StoredChatAnswer {
         let followUpsJSON = String(decoding: try JSONEncoder().encode(followUps), as: UTF8.self)
-        // Data-modifying CTEs run once whether or not the query reads them. The usage read sees the statement's
-        // snapshot, which the charge does not change (it moves the reservation's status, not the day's count).
+        // A data-modifying CTE runs once whether or not the query reads it.
         let rows = try await db.query(
             """
             WITH inserted AS (
                 INSERT INTO chat_messages (user_id, job_id, message, response, message_type, follow_up_questions)
                 VALUES ($1, $2::uuid, $3, $4, $5, $6::jsonb)
                 ON CONFLICT (job_id) DO NOTHING RETURNING id
-            ), charged AS (
-                UPDATE chat_reservations SET status = 'charged', settled_at = now()
-                WHERE message_id = $7::uuid AND status = 'reserved'
             )
             SELECT (SELECT id FROM inserted) AS id,
                 (SELECT COALESCE(c.used, 0)::int FROM chat_reservations r

@@ -1,22 +1,32 @@
 import Foundation
 import Postgres
 
-/// The chat a message holds against its day's limit: reserved when the message is accepted (`ChatQuota.take` in
-/// the same transaction), then charged when its answer is stored or refunded once when its job dies — each
-/// transition at most once, guarded by the reservation's status, so a failed chat never costs the user a chat.
+/// The chat a message holds against its day's limit: reserved when the message is accepted (`ChatQuota.take` and
+/// its job in the same transaction), then charged when its job succeeded or refunded once when it died or was
+/// cancelled, by the queue's settlement (``QuotaReservation``) — each transition at most once, guarded by the
+/// reservation's status, so a failed chat never costs the user a chat.
 package struct ChatReservations: Sendable {
     let db: any PostgresQueryable
 
     package init(_ db: any PostgresQueryable) { self.db = db }
 
-    package func insert(messageID: String, userID: String, day: String) async throws {
+    package func insert(messageID: String, userID: String, day: String, jobID: String) async throws {
         try await db.execute(
-            "INSERT INTO chat_reservations (message_id, user_id, day) VALUES ($1::uuid, $2, $3)", [messageID, userID, day])
+            "INSERT INTO chat_reservations (message_id, user_id, day, job_id) VALUES ($1::uuid, $2, $3, $4::uuid)",
+            [messageID, userID, day, jobID])
     }
 
-    /// Notes the chat job of a reserved message.
-    package func attach(messageID: String, jobID: String) async throws {
-        try await db.execute("UPDATE chat_reservations SET job_id = $2::uuid WHERE message_id = $1::uuid", [messageID, jobID])
+    /// The chats are spent: their jobs succeeded.
+    package func charge(messageIDs: [String]) async throws {
+        // As an array literal: only ids that read as UUIDs (nothing else can be in the column).
+        let ids = messageIDs.compactMap { UUID(uuidString: $0)?.uuidString }
+        guard !ids.isEmpty else { return }
+        try await db.execute(
+            """
+            UPDATE chat_reservations SET status = 'charged', settled_at = now()
+            WHERE message_id = ANY($1::uuid[]) AND status = 'reserved'
+            """,
+            ["{" + ids.joined(separator: ",") + "}"])
     }
 
     /// Gives the chat back to its day, once. Returns whether this call refunded it.
@@ -35,17 +45,6 @@ package struct ChatReservations: Sendable {
             """,
             [messageID])
         return !rows.isEmpty
-    }
-
-    /// Reservations still open after `cutoff`: (message, job) — their jobs should long have ended.
-    package func open(olderThan cutoff: Date, limit: Int) async throws -> [(messageID: String, jobID: String?)] {
-        try await db.query(
-            """
-            SELECT message_id::text AS message_id, job_id::text AS job_id FROM chat_reservations
-            WHERE status = 'reserved' AND created_at < $1::timestamptz ORDER BY created_at LIMIT $2
-            """,
-            [cutoff, limit]
-        ).map { (try $0.decode("message_id"), try $0.decode("job_id")) }
     }
 
     package func status(messageID: String) async throws -> String? {

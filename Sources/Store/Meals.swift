@@ -226,27 +226,21 @@ package struct AnalyzedMeal: Sendable, Equatable {
 }
 
 extension Meals {
-    /// Writes the analysis job's meal once per job id and charges the scan its photo reserved, in one statement (one
-    /// round trip, atomic on its own) instead of a four-statement transaction; returns the meal's id. The charge is
-    /// guarded by the reservation's status, so a re-delivered job finds its meal and charges nothing more.
-    package func insertOnceCharging(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
+    /// Writes the analysis job's meal once per job id; returns the meal's id (a re-delivered job finds its meal). The
+    /// scan its photo reserved is charged by the queue when the job's success is recorded.
+    package func insertOnce(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
         let rows = try await db.query(
             """
-            WITH inserted AS (
-                INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,
-                                   confidence_level, analysis)
-                VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
-                ON CONFLICT (job_id) DO NOTHING RETURNING id
-            ), charged AS (
-                UPDATE scan_reservations SET status = 'charged', settled_at = now() WHERE photo_id = $3 AND status = 'reserved'
-            )
-            SELECT (SELECT id FROM inserted) AS id
+            INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,
+                               confidence_level, analysis)
+            VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
+            ON CONFLICT (job_id) DO NOTHING RETURNING id
             """,
             [
                 userID, jobID, photoID, meal.name, meal.carbEstimate, meal.confidenceLow, meal.confidenceHigh, meal.confidenceLevel,
                 meal.analysis,
             ])
-        if let id: Int64 = try rows[rows.startIndex].decode("id") { return id }
+        if let row = rows.first, let id: Int64 = try row.decode("id") { return id }
         // A re-delivery (or a twin still running): the meal exists, committed after this statement's snapshot perhaps.
         let existing = try await db.query("SELECT id FROM meals WHERE job_id = $1::uuid", [jobID])
         guard let row = existing.first else { throw StoreError("meal of job \(jobID) was neither inserted nor found") }

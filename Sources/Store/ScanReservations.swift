@@ -1,31 +1,28 @@
 import Foundation
 import Postgres
 
-/// The scan a photo holds: reserved when the photo is accepted, then charged (its analysis succeeded) or refunded
-/// (it died) — each transition at most once, guarded by the reservation's status.
+/// The scan a photo holds: reserved when the photo is accepted (with its analysis job's id, in the same transaction),
+/// then charged (its analysis succeeded) or refunded (it died or was cancelled) by the queue's settlement
+/// (``QuotaReservation``) — each transition at most once, guarded by the reservation's status.
 package struct ScanReservations: Sendable {
     let db: any PostgresQueryable
 
     package init(_ db: any PostgresQueryable) { self.db = db }
 
-    package func insert(photoID: Int64, userID: String) async throws {
-        try await db.execute("INSERT INTO scan_reservations (photo_id, user_id) VALUES ($1, $2)", [photoID, userID])
+    package func insert(photoID: Int64, userID: String, jobID: String) async throws {
+        try await db.execute(
+            "INSERT INTO scan_reservations (photo_id, user_id, job_id) VALUES ($1, $2, $3::uuid)", [photoID, userID, jobID])
     }
 
-    /// Notes the analysis job of a reserved photo.
-    package func attach(photoID: Int64, jobID: String) async throws {
-        try await db.execute("UPDATE scan_reservations SET job_id = $2::uuid WHERE photo_id = $1", [photoID, jobID])
-    }
-
-    /// Reservations still open after `age`: (photo, job) — their jobs should long have ended.
-    package func open(olderThan cutoff: Date, limit: Int) async throws -> [(photoID: Int64, jobID: String?)] {
-        try await db.query(
+    /// The scans are spent: their analyses succeeded.
+    package func charge(photoIDs: [Int64]) async throws {
+        guard !photoIDs.isEmpty else { return }
+        try await db.execute(
             """
-            SELECT photo_id, job_id::text AS job_id FROM scan_reservations
-            WHERE status = 'reserved' AND created_at < $1::timestamptz ORDER BY created_at LIMIT $2
+            UPDATE scan_reservations SET status = 'charged', settled_at = now()
+            WHERE photo_id = ANY($1::bigint[]) AND status = 'reserved'
             """,
-            [cutoff, limit]
-        ).map { (try $0.decode("photo_id"), try $0.decode("job_id")) }
+            ["{" + photoIDs.map(String.init).joined(separator: ",") + "}"])
     }
 
     /// Gives the scan back, once: the user's remaining scans go up by one (never past the tier's limit). Returns

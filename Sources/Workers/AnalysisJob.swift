@@ -6,8 +6,8 @@ import Queue
 import Store
 
 /// `analysis` (jobs/analysis.yml): sends the stored photo to the AI model (vision) and writes the carb estimate as
-/// a meal — once per job id. The scan reserved when the photo was accepted is charged on success and refunded
-/// (once) when the job dies: a permanent failure, or a failure on its last attempt.
+/// a meal — once per job id. The scan reserved when the photo was accepted is the job's reservation: the queue
+/// charges it when the job succeeds and gives it back when the job dies or is cancelled (``QuotaLedger``).
 package struct AnalysisJob: JobKind {
     package typealias Contract = AnalysisContract
 
@@ -60,20 +60,10 @@ package struct AnalysisJob: JobKind {
         self.ai = AIClient(services: services)
     }
 
-    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
-        do {
-            return try await analyse(parameters, context: context)
-        } catch {
-            throw try await refundingIfItDies(error, context) {
-                _ = try await ScanReservations(services.database).refund(photoID: parameters.photoId)
-            }
-        }
-    }
-
     /// The async steps only, like ``ChatJob``'s: this frame is kept while the model thinks.
-    private func analyse(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let meal = try Self.validate(await ai.complete(Estimate.self, request(parameters, ai)))
-        let mealID = try await Meals(services.database).insertOnceCharging(
+        let mealID = try await Meals(services.database).insertOnce(
             userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
         return Self.result(mealID, meal)
     }

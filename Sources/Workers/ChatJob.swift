@@ -41,23 +41,13 @@ package struct ChatJob: JobKind {
         self.ai = AIClient(services: services)
     }
 
-    /// The chat reserved when the message was accepted is charged with the stored answer, and refunded (once) when
-    /// the job dies: a permanent failure, or a failure on its last attempt. An outage refunds nothing: the job waits.
-    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
-        do {
-            return try await answer(parameters, context: context)
-        } catch {
-            throw try await refundingIfItDies(error, context) {
-                _ = try await ChatReservations(services.database).refund(messageID: parameters.messageId)
-            }
-        }
-    }
-
     /// The async steps only: the request is built and the answer tidied in functions of their own, so this frame,
-    /// kept while the model thinks, holds little (see ``AIClient/complete(_:_:)``).
-    private func answer(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result {
+    /// kept while the model thinks, holds little (see ``AIClient/complete(_:_:)``). The chat reserved when the message
+    /// was accepted is the job's reservation: the queue charges it when the job succeeds and gives it back when the
+    /// job dies or is cancelled (``QuotaLedger``); an outage settles nothing: the job waits.
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let reply = try Self.tidy(await ai.complete(Answer.self, Self.request(parameters.message, ai)))
-        let stored = try await ChatMessages(services.database).insertOnceCharging(
+        let stored = try await ChatMessages(services.database).insertOnce(
             userID: parameters.userId, jobID: context.id.rawValue, messageID: parameters.messageId, message: parameters.message,
             response: reply.response, messageType: reply.messageType, followUps: reply.followUpQuestions)
         return Self.result(reply, stored)

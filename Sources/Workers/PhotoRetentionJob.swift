@@ -7,8 +7,7 @@ import Store
 /// The `photo-retention` kind (jobs/photo-retention.yml): deletes stored meal photos older than
 /// `WorkerSettings.photoRetention`, oldest first, in short batches so no delete holds locks for long. Meals keep
 /// their rows (`meals.photo_id` is `ON DELETE SET NULL`). Idempotent: a re-run finds nothing left to delete.
-/// First it refunds the scans of analyses and the chats of chat jobs that died without running their handler
-/// (hourly, so none waits long); last it deletes `Idempotency-Key`s older than their 24 hours.
+/// Last it deletes `Idempotency-Key`s older than their 24 hours.
 package struct PhotoRetentionJob: JobKind {
     package typealias Contract = PhotoRetentionContract
     package static let holdsDatabaseConnection = true
@@ -21,46 +20,13 @@ package struct PhotoRetentionJob: JobKind {
         self.batchSize = batchSize
     }
 
-    /// Scans still reserved an hour on whose analysis job has died, was cancelled or is gone: a job buried after its workers kept
-    /// dying never ran the handler's own refund. A job still queued, running or retrying keeps its reservation.
-    package func refundAbandonedScans() async throws -> Int {
-        let reservations = ScanReservations(services.database)
-        return try await refundAbandoned(try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000)) {
-            try await reservations.refund(photoID: $0)
-        }
-    }
-
-    /// The same for chats reserved an hour on whose job has died or is gone.
-    package func refundAbandonedChats() async throws -> Int {
-        let reservations = ChatReservations(services.database)
-        return try await refundAbandoned(try await reservations.open(olderThan: Date().addingTimeInterval(-3600), limit: 10_000)) {
-            try await reservations.refund(messageID: $0)
-        }
-    }
-
-    private func refundAbandoned<Key>(_ open: [(Key, String?)], refund: (Key) async throws -> Bool) async throws -> Int {
-        let queue = JobQueue(redis: services.redis, catalog: services.catalog, options: QueueOptions(prefix: services.prefix))
-        var refunded = 0
-        for (key, jobID) in open {
-            if let jobID, let id = JobID(rawValue: jobID), let record = try await queue.record(id),
-                record.status != .failed && record.status != .cancelled
-            {
-                continue
-            }
-            if try await refund(key) { refunded += 1 }
-        }
-        return refunded
-    }
-
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
-        let refunded = try await refundAbandonedScans()
-        let chatsRefunded = try await refundAbandonedChats()
         let cutoff = Date().addingTimeInterval(-Double(services.settings.photoRetention.components.seconds))
         var deleted = 0
         var batches = 0
         while !Task.isCancelled {
-            // A photo whose scan is still reserved belongs to an analysis that may yet run (or be refunded): deleting
-            // it would cascade away the reservation, and with it the refund. It goes once the scan is settled.
+            // A photo whose scan is still reserved belongs to an analysis that may yet run (or be released): deleting
+            // it would cascade away the reservation, and with it the release. It goes once the scan is settled.
             let count = try await services.database.execute(
                 """
                 DELETE FROM meal_photos WHERE id IN (
@@ -80,7 +46,6 @@ package struct PhotoRetentionJob: JobKind {
         context.logger.info(
             "old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)", "idempotencyKeysDeleted": "\(keys)"])
         return .init(
-            photosDeleted: deleted, batches: batches, scansRefunded: refunded, chatsRefunded: chatsRefunded,
-            cutoff: ISO8601DateFormatter().string(from: cutoff))
+            photosDeleted: deleted, batches: batches, cutoff: ISO8601DateFormatter().string(from: cutoff))
     }
 }

@@ -7,6 +7,6 @@ struct CarbScan: AsyncParsableCommand {
         abstract: "CarbScan backend: the mobile API, job workers, the cron scheduler and operator commands.",
         subcommands: [
             ServeCommand.self, MigrateCommand.self, WorkCommand.self, ScheduleCommand.self, JobsCommand.self, ConfigCommand.self,
-            BenchCommand.self, ProcessesCommand.self, QueuesCommand.self,
+            ProcessesCommand.self, QueuesCommand.self,
         ])
 }

@@ -23,8 +23,8 @@ struct WorkCommand: AsyncParsableCommand {
     )
     var queues: String?
 
-    /// 1000: two workers drained 50,000 noop jobs 23% faster than at 100 (medians of 5 alternated runs,
-    /// ops/bench/results/concurrency-2026-11-25-defaults.md), and a worker waiting 1 s on the AI model for each chat
+    /// 1000: two workers drained 50,000 noop jobs 23% faster than at 100 (43.3k against 35.2k jobs/s, medians of 5
+    /// alternated runs of `ops/bench/concurrency.sh`, 2026-11-25), and a worker waiting 1 s on the AI model for each chat
     /// can finish 1,000 a second instead of 100. Jobs that keep a Postgres connection are held to their queues'
     /// limits (maintenance: 4); the AI kinds hold one only for a statement.
     @Option(help: "Jobs run at once in this process.")
@@ -96,6 +96,8 @@ struct WorkCommand: AsyncParsableCommand {
             var options = WorkerOptions(
                 queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
                 upkeepLease: .seconds(upkeepLease))
+            // Reservations are settled and the outbox relayed by whichever worker runs the upkeep.
+            options.settlingQuota(database: database, queue: queue, logger: logger)
             let counters = ProcessCounters()
             options.observers.append(counters)
             if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }

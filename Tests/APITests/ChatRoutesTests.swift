@@ -78,6 +78,13 @@ import Workers
                 let failed = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "Carbs in an apple?"])
                 #expect(failed.status == 502 && failed.errorCode == "JOB_FAILED", "\(failed.text)")
             }
+            // The queue settles what each dead job held (the upkeep leader, every 100 ms here).
+            #expect(
+                try await eventually {
+                    try await api.database.query(
+                        "SELECT count(*)::int AS n FROM chat_reservations WHERE user_id = $1 AND status = 'refunded'", [account.id]
+                    )[0].decode("n") == 2
+                })
             worker.stop()
             try await task.value
             var status = try await client.call(.get, "subscriptions/status", token: account.accessToken)
@@ -89,12 +96,21 @@ import Workers
 
             (worker, task) = api.startWorker(queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"))
             let answered = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "Carbs in a banana?"])
+            #expect(
+                try await eventually {
+                    try await api.database.query(
+                        "SELECT count(*)::int AS n FROM chat_reservations WHERE user_id = $1 AND status = 'charged'", [account.id]
+                    )[0].decode("n") == 1
+                })
             worker.stop()
             try await task.value
             #expect(answered.status == 200 && answered.data["usage"]["totalUsedToday"].int == 1, "\(answered.text)")
             status = try await client.call(.get, "subscriptions/status", token: account.accessToken)
             #expect(status.data["chat"]["usedToday"].int == 1)
-            #expect(try await ChatReservations(api.database).open(olderThan: Date().addingTimeInterval(60), limit: 10).isEmpty)
+            #expect(
+                try await api.database.query(
+                    "SELECT count(*)::int AS n FROM chat_reservations WHERE user_id = $1 AND status = 'reserved'", [account.id]
+                )[0].decode("n") == 0)
             // A refund runs once: the dead jobs' reservations, refunded again (a redelivery), change nothing.
             let dead = try await api.database.query(
                 "SELECT message_id::text AS id FROM chat_reservations WHERE user_id = $1 AND status = 'refunded'", [account.id])

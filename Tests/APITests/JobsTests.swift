@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Outbox
 import Queue
 import Testing
 
@@ -30,6 +31,28 @@ import Testing
             let upper = try await client.call(.get, "jobs/\(id.rawValue.uppercased())", token: account.accessToken)
             #expect(upper.status == 200)
             #expect(upper.data["id"].string == id.rawValue)
+        }
+    }
+
+    /// A job accepted in Postgres whose enqueue has not happened yet (its request died after the commit, or Redis was
+    /// away): queued to its owner, not found to anyone else, until the relay puts it on its queue.
+    @Test func aJobStillInTheOutboxIsQueuedToItsOwnerOnly() async throws {
+        try await TestAPI.run { api, client in
+            let owner = try await api.register(client)
+            let stranger = try await api.register(client)
+            let outbox = JobOutbox(database: api.database, queue: api.queue)
+            let job = JobOutbox.Job(kind: "noop", payload: ["sleepMs": 0], owner: owner.id)
+            try await api.database.transaction { tx in try await outbox.add(job, in: tx) }
+            let waiting = try await client.call(.get, "jobs/\(job.id.rawValue)", token: owner.accessToken)
+            #expect(waiting.status == 200, "\(waiting.text)")
+            #expect(waiting.data["status"].string == "queued")
+            #expect(waiting.data["type"].string == "noop")
+            #expect(waiting.data["attempts"].int == 0)
+            #expect(try await client.call(.get, "jobs/\(job.id.rawValue)", token: stranger.accessToken).status == 404)
+            #expect(try await outbox.relay(olderThan: .zero) == 1)
+            let relayed = try await client.call(.get, "jobs/\(job.id.rawValue)", token: owner.accessToken)
+            #expect(relayed.status == 200 && relayed.data["status"].string == "queued", "\(relayed.text)")
+            #expect(try await api.queue.record(job.id)?.owner == owner.id)
         }
     }
 

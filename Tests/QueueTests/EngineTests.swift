@@ -5,7 +5,7 @@ import Redis
 import TestSupport
 import Testing
 
-/// The queue engine's guarantees (DESIGN.md, 1–10), each against the real Redis.
+/// The queue engine's guarantees (docs/DESIGN.md, 1–10; docs/guarantees.md), each against the real Redis.
 @Suite struct EngineTests {
     // MARK: 1. At-least-once, leases and heartbeats
 
@@ -348,7 +348,7 @@ import Testing
     }
 
     /// A record kept for retention holds what the job was, who ran it and how it ended; its delivery fields (stream
-    /// entry, attempt limit, lease, last error, retry time) go, a tenth of its memory (`carbscan bench job-memory`).
+    /// entry, attempt limit, lease, last error, retry time) go, a tenth of its memory (`carbscan-bench job-memory`).
     @Test func aKeptRecordDropsItsDeliveryFields() async throws {
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A real SMTP server on a free loopback port (aiosmtpd, from PyPI, run by `smtp_sink.py` beside this file) that keeps
-/// every message it accepts; a recipient named `reject@…` is refused with 550.
+/// A real SMTP server on a free loopback port (aiosmtpd, from PyPI, run by `smtp_sink.py` beside this file with the
+/// Python of `.local/venv`, where `ops/install.sh` installs it) that keeps every message it accepts; a recipient named
+/// `reject@…` is refused with 550.
 public struct SMTPSink: Sendable {
     public let port: Int
     let directory: URL
@@ -13,10 +14,15 @@ public struct SMTPSink: Sendable {
         let port = PrivateRedis.freeLoopbackPort()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("smtp-sink-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("smtp_sink.py")
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let script = here.appendingPathComponent("smtp_sink.py")
+        let python = here.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".local/venv/bin/python3")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw ServerError("no \(python.path): ops/install.sh makes it, with aiosmtpd")
+        }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, String(port), directory.path]
+        process.executableURL = python
+        process.arguments = [script.path, String(port), directory.path]
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

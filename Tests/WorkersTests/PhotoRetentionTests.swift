@@ -28,9 +28,9 @@ import Workers
                 try await env.database.execute(
                     "INSERT INTO meals (user_id, photo_id, name, carb_estimate) VALUES ($1, $2, 'Toast', 30)", [user, photo])
             }
-            // An old photo whose analysis is still pending keeps its reservation (and so its refund).
+            // An old photo whose analysis is still pending keeps its reservation (and so its release).
             let pending: Int64 = try await env.database.query("SELECT id FROM meal_photos ORDER BY id LIMIT 1 OFFSET 1")[0].decode("id")
-            try await ScanReservations(env.database).insert(photoID: pending, userID: user)
+            try await ScanReservations(env.database).insert(photoID: pending, userID: user, jobID: JobID.random().rawValue)
 
             let (worker, task) = env.startWorker(settings: WorkerSettings(photoRetention: .seconds(30 * 86_400)), concurrency: 2)
             guard case .enqueued(let id) = try await env.queue.enqueue("photo-retention", payload: .object([:])) else {
@@ -55,49 +55,49 @@ import Workers
     }
 }
 
-/// The sweep that refunds scans whose analysis died without its handler running.
-@Suite struct AbandonedScanTests {
-    @Test func scansOfDeadCancelledOrVanishedJobsAreRefundedOnceAndLiveOnesKept() async throws {
+/// The queue settles what a job holds as the job ends; only a job lost with Redis's data (no record, not in the
+/// outbox) leaves its reservation open, and the ledger's leader task releases it after an hour.
+@Suite struct LostJobReservationTests {
+    @Test func reservationsOfJobsGoneWithoutAnEndAreReleasedOnceAndLiveOnesKept() async throws {
         try await WorkerTestEnvironment.run { env in
             let user = try await env.createUser()
             try await env.database.execute("UPDATE users SET remaining_scans = 0 WHERE id = $1", [user.id])
-            func reservedPhoto(hoursAgo: Double, job: JobID?) async throws -> Int64 {
+            func reservedPhoto(hoursAgo: Double, job: JobID) async throws -> Int64 {
                 let photo = try await MealPhotos(env.database).insert(
                     userID: user.id, contentType: "image/jpeg", bytes: [0xFF, 0xD8, 0xFF])
-                try await ScanReservations(env.database).insert(photoID: photo, userID: user.id)
-                if let job { try await ScanReservations(env.database).attach(photoID: photo, jobID: job.rawValue) }
+                try await ScanReservations(env.database).insert(photoID: photo, userID: user.id, jobID: job.rawValue)
                 try await env.database.execute(
                     "UPDATE scan_reservations SET created_at = now() - $2::float8 * interval '1 hour' WHERE photo_id = $1",
                     [photo, hoursAgo])
                 return photo
             }
             // A job that is still queued (its workers are down): keeps the scan.
-            let queued = try #require(try await env.queue.enqueue("analysis", payload: ["userId": .string(user.id), "photoId": "1"]).id)
-            let waiting = try await reservedPhoto(hoursAgo: 3, job: queued)
-            // A job whose record expired, and one that never got an id: refunded.
-            let vanished = try await reservedPhoto(hoursAgo: 3, job: .random())
-            let orphan = try await reservedPhoto(hoursAgo: 3, job: nil)
-            // A job an operator cancelled (its handler never ran): refunded.
-            let cancelledJob = try #require(
+            let queued = try #require(
                 try await env.queue.enqueue(
-                    "analysis", payload: ["userId": .string(user.id), "photoId": "2"], options: .init(indexed: true)
-                ).id)
-            #expect(try await env.queue.cancel(cancelledJob) == .queued)
-            let cancelled = try await reservedPhoto(hoursAgo: 3, job: cancelledJob)
+                    "analysis", payload: ["userId": .string(user.id), "photoId": "1"], options: .init(indexed: true)
+                )
+                .id)
+            let waiting = try await reservedPhoto(hoursAgo: 3, job: queued)
+            // A job whose record is gone (Redis lost it): released.
+            let vanished = try await reservedPhoto(hoursAgo: 3, job: .random())
+            // A job still in the outbox (the relay has not run): kept.
+            let outboxed = JobID.random()
+            try await env.database.execute(
+                "INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1::uuid, 'analysis', '{}')", [outboxed.rawValue])
+            let inOutbox = try await reservedPhoto(hoursAgo: 3, job: outboxed)
             // Too recent to judge: kept.
             let recent = try await reservedPhoto(hoursAgo: 0.2, job: .random())
 
-            let job = PhotoRetentionJob(services: env.services(WorkerSettings()))
-            #expect(try await job.refundAbandonedScans() == 3)
-            #expect(try await job.refundAbandonedScans() == 0)
+            let ledger = QuotaLedger(database: env.database)
+            #expect(try await ledger.releaseLost(queue: env.queue) == 1)
+            #expect(try await ledger.releaseLost(queue: env.queue) == 0)
             let reservations = ScanReservations(env.database)
             #expect(try await reservations.status(photoID: waiting) == "reserved")
             #expect(try await reservations.status(photoID: vanished) == "refunded")
-            #expect(try await reservations.status(photoID: orphan) == "refunded")
-            #expect(try await reservations.status(photoID: cancelled) == "refunded")
+            #expect(try await reservations.status(photoID: inOutbox) == "reserved")
             #expect(try await reservations.status(photoID: recent) == "reserved")
             let remaining: Int = try await env.database.query("SELECT remaining_scans FROM users WHERE id = $1", [user.id])[0].decode(0)
-            #expect(remaining == 3)
+            #expect(remaining == 1)
         }
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # API benchmark: requests/s and p99 latency of the mobile API against Hummingbird's bare hello world, in one run.
 #   ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C]     (defaults 3, 10, 32; figures are medians)
-# Measures, with wrk on loopback: GET / of `carbscan bench hello-server`, and its GET /redis (the same plus one XADD
+# Measures, with wrk on loopback: GET / of `carbscan-bench hello-server`, and its GET /redis (the same plus one XADD
 # through the project's Redis client: the floor of any enqueueing endpoint) and POST /body (the same hello world
 # reading POST /logins's body whole); an authenticated GET /meals (JWT check,
 # session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check, validation, one
@@ -39,8 +39,8 @@ source .local/env.sh
 REDIS_URL=${BENCH_REDIS_URL:-$REDIS_URL}
 export REDIS_URL
 
-swift build -c release --product carbscan
-bin="$(swift build -c release --show-bin-path)/carbscan"
+release_build carbscan carbscan-bench
+bin=$bin_dir/carbscan
 work=$(mktemp -d)
 api_port=18181 hello_port=18182
 export CARBSCAN_PREFIX=carbscan-bench JWT_SECRET=bench-secret-bench-secret-bench-secret LOGIN_WEBHOOK_URL=http://127.0.0.1:9
@@ -48,7 +48,7 @@ export LOG_LEVEL=warning LOGIN_MAX_ATTEMPTS_PER_IP=1000000
 "$bin" migrate >/dev/null
 "$bin" serve --port "$api_port" >"$work/api.log" 2>&1 &
 pids+=($!)
-"$bin" bench hello-server --port "$hello_port" >"$work/hello.log" 2>&1 &
+"$bin_dir/carbscan-bench" hello-server --port "$hello_port" >"$work/hello.log" 2>&1 &
 pids+=($!)
 for url in "http://127.0.0.1:$api_port/api/mobile/v1/health" "http://127.0.0.1:$hello_port/"; do
     for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.1; done

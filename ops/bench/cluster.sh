@@ -6,7 +6,7 @@
 # Configurations: single (a standalone redis-server started afresh each round, as the cluster's nodes are, so both
 # start alike), c1 (a cluster of one master), c1-sharded (one master, the noop queue in
 # 6 shards), c2 (2 masters, 8 shards: 4 on each), c3 (3 masters, 6 shards: 2 on each). Finished jobs are counted from
-# the queue's counts (`bench queue --count-from-stats`), not by a counter every job INCRs on one node.
+# the queue's counts (`carbscan-bench queue --count-from-stats`), not by a counter every job INCRs on one node.
 # Writes ops/bench/results/cluster-<date>.md with the machine's description, and the raw JSON lines beside it.
 # Leaves the loopback cluster (ops/cluster.sh) stopped. REPORT_ONLY=1 rewrites the report from that day's JSON lines.
 set -euo pipefail
@@ -30,7 +30,7 @@ day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
 out=ops/bench/results
 raw="$out/cluster-$day.jsonl"
 work=$(mktemp -d)
-trap 'redis-cli -p "$single_port" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$work"; ops/cluster.sh stop >/dev/null 2>&1 || true' EXIT
+trap 'redis_down "$single_port"; rm -rf "$work"; ops/cluster.sh stop >/dev/null 2>&1 || true' EXIT
 
 # jobs_dir SHARDS: the project's kind files, noop in SHARDS shards.
 jobs_dir() {
@@ -43,10 +43,9 @@ jobs_dir() {
 }
 
 if [[ ${REPORT_ONLY:-} == 1 ]]; then rounds=0; else
-    swift build -c release --product carbscan
+    release_build carbscan carbscan-bench
     : >"$raw"
 fi
-bin="$(swift build -c release --show-bin-path)/carbscan"
 for ((round = 1; round <= rounds; round++)); do
     for config in single c1 c1-sharded c2 c3; do
         case $config in
@@ -56,13 +55,10 @@ for ((round = 1; round <= rounds; round++)); do
             c2) url='' shards=8 masters=2 ;;
             c3) url='' shards=6 masters=3 ;;
         esac
+        redis_down "$single_port"
         if ((masters == 0)); then
-            redis-cli -p "$single_port" shutdown nosave >/dev/null 2>&1 || true
-            redis-server --bind 127.0.0.1 --port "$single_port" --save "" --appendonly no --daemonize yes \
-                --dir "$work" --logfile "$work/single.log"
-            until redis-cli -p "$single_port" ping >/dev/null 2>&1; do sleep 0.05; done
+            redis_up "$single_port" "$work/single"
         else
-            redis-cli -p "$single_port" shutdown nosave >/dev/null 2>&1 || true
             ops/cluster.sh start --masters "$masters" >&2
             # shellcheck source=/dev/null
             source .local/cluster/env.sh
@@ -70,7 +66,7 @@ for ((round = 1; round <= rounds; round++)); do
         fi
         echo "round $round: $config" >&2
         result=$(REDIS_URL=$url CARBSCAN_JOBS_DIR=$(jobs_dir "$shards") \
-            "$bin" bench queue --only process,pickup --runs 1 --jobs "$jobs" --count-from-stats)
+            "$bin_dir/carbscan-bench" queue --only process,pickup --runs 1 --jobs "$jobs" --count-from-stats)
         python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(config=sys.argv[2], round=int(sys.argv[3]), masters=int(sys.argv[4]), shards=int(sys.argv[5])); print(json.dumps(r))' \
             "$result" "$config" "$round" "$masters" "$shards" >>"$raw"
     done
@@ -96,7 +92,7 @@ def ratio(config, key, base):
         if a and b and b[0]: values.append(a[0] / b[0])
     return statistics.median(values) if values else float("nan")
 lines = [f"# Scale-out benchmark, {datetime.date.today().isoformat()}", "", f"Machine: {machine}.",
-         f"`ops/bench/cluster.sh --rounds {sys.argv[3]} --jobs {sys.argv[4]}`: `carbscan bench queue --only process,pickup "
+         f"`ops/bench/cluster.sh --rounds {sys.argv[3]} --jobs {sys.argv[4]}`: `carbscan-bench queue --only process,pickup "
          "--count-from-stats` (2 `carbscan work` processes with default settings, a producer process bulk-enqueueing, "
          "pickup at 200 jobs/s), each configuration once per round, in this order; medians over the rounds. Every "
          "process, every Redis node and the benchmark share the machine's cores.", "",

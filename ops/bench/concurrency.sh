@@ -27,8 +27,8 @@ cleanup() {
 }
 trap cleanup EXIT
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan
-    bin="$(swift build -c release --show-bin-path)/carbscan"
+    release_build carbscan
+    bin=$bin_dir/carbscan
 fi
 work=$(mktemp -d)
 start_private_redis "$work"

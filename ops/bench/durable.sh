@@ -3,7 +3,7 @@
 # `WAIT 1 timeout`, until a replica holds it) against the same enqueues without it, on one Redis master with one
 # replica, both started afresh by this script. The two modes alternate in each round.
 #   ops/bench/durable.sh [--rounds N] [--jobs N]      (defaults 5 and 10,000; figures are medians over the rounds)
-# Figures are those of `carbscan bench queue --only bulk,single --workers 0`: one by one (each enqueue awaited before the
+# Figures are those of `carbscan-bench queue --only bulk,single --workers 0`: one by one (each enqueue awaited before the
 # next), 64 in flight, and bulk (1,000 a call). The replica shares the machine's 2 cores with the master and the
 # producer. Writes ops/bench/results/durable-<date>.md with the machine's description, and the raw JSON lines beside it.
 set -euo pipefail
@@ -27,22 +27,20 @@ raw="$out/durable-$day.jsonl"
 work=$(mktemp -d)
 master=$(free_port)
 replica=$(free_port)
-trap 'for port in $replica $master; do redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
-redis-server --bind 127.0.0.1 --port "$master" --save "" --appendonly no --daemonize yes --dir "$work" --logfile "$work/master.log"
-redis-server --bind 127.0.0.1 --port "$replica" --save "" --appendonly no --daemonize yes --dir "$work" \
-    --logfile "$work/replica.log" --replicaof 127.0.0.1 "$master"
+trap 'for port in $replica $master; do redis_down "$port"; done; rm -rf "$work"' EXIT
+redis_up "$master" "$work/master"
+redis_up "$replica" "$work/replica" --replicaof 127.0.0.1 "$master"
 until redis-cli -p "$replica" info replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up'; do sleep 0.05; done
 
 if [[ ${REPORT_ONLY:-} == 1 ]]; then rounds=0; else
-    swift build -c release --product carbscan
+    release_build carbscan carbscan-bench
     : >"$raw"
 fi
-bin="$(swift build -c release --show-bin-path)/carbscan"
 for ((round = 1; round <= rounds; round++)); do
     for replicas in 0 1; do
         echo "round $round: durable enqueue $replicas" >&2
         result=$(REDIS_URL=redis://127.0.0.1:$master/0 CARBSCAN_DURABLE_ENQUEUE=$replicas \
-            "$bin" bench queue --only bulk,single --runs 1 --jobs "$jobs" --workers 0)
+            "$bin_dir/carbscan-bench" queue --only bulk,single --runs 1 --jobs "$jobs" --workers 0)
         python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r.update(round=int(sys.argv[2])); print(json.dumps(r))' \
             "$result" "$round" >>"$raw"
     done
@@ -65,7 +63,7 @@ figures = [("one by one, awaited, jobs/s", "single_enqueue_per_s"), ("64 in flig
            ("Redis CPU per job, bulk, master only, µs", "redis_cpu_us_per_job_bulk_enqueue")]
 lines = [f"# Durable enqueue cost, {datetime.date.today().isoformat()}", "", f"Machine: {describe()}.",
          f"`ops/bench/durable.sh --rounds {len(rounds)} --jobs {sys.argv[3]}`: one Redis master and one replica on loopback; "
-         "`carbscan bench queue --only bulk,single --workers 0` with `CARBSCAN_DURABLE_ENQUEUE` 0 and 1 alternated in each "
+         "`carbscan-bench queue --only bulk,single --workers 0` with `CARBSCAN_DURABLE_ENQUEUE` 0 and 1 alternated in each "
          "round; medians over the rounds.", "",
          "| figure | plain | durable (WAIT 1) | durable / plain (median of rounds' ratios) |", "| --- | --- | --- | --- |"]
 for name, key in figures:

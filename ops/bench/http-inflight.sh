@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Memory per outbound HTTP request in flight (issue 17: 10,000 AI calls in flight in one worker, RSS ≤ 256 MB).
-# One `carbscan bench http-inflight` process sends --requests POSTs at once through one HTTPClient to
+# One `carbscan-bench http-inflight` process sends --requests POSTs at once through one HTTPClient to
 # ops/bench/http_inflight_peer.py, which holds them all until every one is in flight, then --hold seconds more:
 #   h1: cleartext HTTP/1.1, one connection per request (a local model server; per-host cap lifted for it);
 #   h2: HTTPS, HTTP/2 by ALPN, 100 streams per connection as common providers allow (client defaults).
 #   ops/bench/http-inflight.sh [--requests 10000] [--hold 5] [--bin PATH] [--label NAME]
+# --bin: the carbscan-bench binary to measure (default: a release build of this tree).
 # Prints each run's JSON and writes them to ops/bench/results/http-inflight-<date>[-label].json.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -19,13 +20,13 @@ while (($#)); do
     esac
 done
 
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
-export SWIFT_DETERMINISTIC_HASHING=1
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan
-    bin="$(swift build -c release --show-bin-path)/carbscan"
+    release_build carbscan-bench
+    bin=$bin_dir/carbscan-bench
 fi
-python3 -c 'import hypercorn' 2>/dev/null || ops/install.sh
+python_tool hypercorn 'hypercorn>=0.17,<1'
 
 # Each side holds a socket per HTTP/1.1 request: both need more than the usual 1,024 descriptors.
 ulimit -n "$(ulimit -Hn)"
@@ -41,7 +42,6 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # The h2 peer's certificate, issued by a CA of its own that the client is told to trust.
 key=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
@@ -57,16 +57,16 @@ first=1
 for mode in h1 h2; do
     port=$(free_port)
     if [[ $mode == h1 ]]; then
-        python3 ops/bench/http_inflight_peer.py h1 "$port" "$requests" "$hold" 2>"$work/peer.log" &
+        "$venv/bin/python3" ops/bench/http_inflight_peer.py h1 "$port" "$requests" "$hold" 2>"$work/peer.log" &
         base=http://127.0.0.1:$port extra=(--max-connections-per-host 0)
     else
-        python3 ops/bench/http_inflight_peer.py h2 "$port" "$requests" "$hold" "$work/cert.pem" "$work/key.pem" 100 2>"$work/peer.log" &
+        "$venv/bin/python3" ops/bench/http_inflight_peer.py h2 "$port" "$requests" "$hold" "$work/cert.pem" "$work/key.pem" 100 2>"$work/peer.log" &
         base=https://localhost:$port extra=(--ca-bundle "$work/ca.pem")
     fi
     peer=$!
     until curl -sf --cacert "$work/ca.pem" "$base/stats" >/dev/null; do sleep 0.1; done
     echo "http-inflight.sh: $mode, $requests requests" >&2
-    result=$(LOG_LEVEL=warning "$bin" bench http-inflight --url "$base/v1/chat/completions" --stats-url "$base/stats" \
+    result=$(LOG_LEVEL=warning "$bin" http-inflight --url "$base/v1/chat/completions" --stats-url "$base/stats" \
         --requests "$requests" "${extra[@]}")
     echo "$result"
     ((first)) || echo "," >>"$out"

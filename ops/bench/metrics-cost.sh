@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# What the metrics cost the workers: `carbscan bench queue --only process`'s process rate with the workers' metrics
+# What the metrics cost the workers: `carbscan-bench queue --only process`'s process rate with the workers' metrics
 # off and on (`--worker-metrics`: `carbscan work --metrics-port 0`), alternated in one run on a private Redis.
 #   ops/bench/metrics-cost.sh [--pairs 5] [--runs 3] [--jobs 50000] [--bin PATH]
+# --bin: the carbscan binary whose workers are measured (default: a release build of this tree; the benchmark is the
+# carbscan-bench beside it).
 # Each invocation starts 2 fresh workers and reports the median of --runs process measurements; the pairs alternate
 # off/on (then on/off, so neither side always goes first) and the figures are medians over the pairs. During the
 # "on" side a scraper reads each worker's /metrics every second, as Prometheus would (every 15 s by default).
@@ -25,9 +27,10 @@ pids=()
 cleanup() { ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true; }
 trap cleanup EXIT
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan
-    bin="$(swift build -c release --show-bin-path)/carbscan"
+    release_build carbscan carbscan-bench
+    bin=$bin_dir/carbscan
 fi
+bench="$(dirname "$bin")/carbscan-bench"
 work=$(mktemp -d)
 start_private_redis "$work"
 pids+=("$private_redis_pid")
@@ -48,7 +51,7 @@ scraper() {
 measure() { # $1: off|on, $2: pair number
     local flags=()
     [[ $1 == on ]] && flags=(--worker-metrics)
-    "$bin" bench queue --only process --runs "$runs" --jobs "$jobs" "${flags[@]}" >"$work/$1-$2.json" 2>"$work/$1-$2.err" &
+    "$bench" queue --carbscan "$bin" --only process --runs "$runs" --jobs "$jobs" "${flags[@]}" >"$work/$1-$2.json" 2>"$work/$1-$2.err" &
     local bench_pid=$!
     scraper "$bench_pid" &
     local scraper_pid=$!
@@ -79,7 +82,7 @@ cpu_ratios = [on["worker_cpu_us_per_job"] / off["worker_cpu_us_per_job"] for off
 cost = 1 - rate_on / rate_off
 lines = [f"# Metrics cost, {datetime.date.today().isoformat()}", "",
     f"Machine: {machine}. Release build of {commit}.",
-    f"`ops/bench/metrics-cost.sh --pairs {pairs} --runs {runs} --jobs {jobs}`: `carbscan bench queue --only process` "
+    f"`ops/bench/metrics-cost.sh --pairs {pairs} --runs {runs} --jobs {jobs}`: `carbscan-bench queue --only process` "
     f"(2 worker processes, {jobs:,} noop jobs per measurement, median of {runs} measurements per invocation), "
     "metrics off and on (`--worker-metrics`, i.e. `carbscan work --metrics-port 0`, with /metrics scraped every second) "
     f"alternated in one run on a private Redis ({scrapes} scrapes answered during the run). Figures: medians over the pairs.", "",

@@ -19,10 +19,9 @@ day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
 out="ops/bench/results"
 mkdir -p "$out"
 if [[ "${REPORT_ONLY:-}" != 1 ]]; then
-    swift build -c release --product carbscan
-    bin="$(swift build -c release --show-bin-path)/carbscan"
-    echo "carbscan bench queue --runs $runs" >&2
-    "$bin" bench queue --runs "$runs" > "$out/queue-$day-carbscan.json"
+    release_build carbscan carbscan-bench
+    echo "carbscan-bench queue --runs $runs" >&2
+    "$bin_dir/carbscan-bench" queue --runs "$runs" > "$out/queue-$day-carbscan.json"
     echo "sidekiq reference --runs $runs" >&2
     ops/bench/sidekiq.sh --runs "$runs" > "$out/queue-$day-sidekiq.json"
 fi
@@ -46,7 +45,7 @@ rows = [
 ]
 lines = [f"# Queue benchmark, {datetime.date.today().isoformat()}", "",
          f"Machine: {machine}.", f"Medians of {sys.argv[4]} runs, both systems measured in one run of `ops/bench/queue.sh` on one Redis "
-         "(persistence off). Definitions: `carbscan bench queue --help` and `ops/bench/sidekiq/bench.rb`.", "",
+         "(persistence off). Definitions: `carbscan-bench queue --help` and `ops/bench/sidekiq/bench.rb`.", "",
          "| figure | carbscan | Sidekiq 6.4 | ratio | target |", "| --- | --- | --- | --- | --- |"]
 for name, key, better, target in rows:
     a, b = ours[key], theirs[key]
@@ -57,7 +56,7 @@ for name, key, better, target in rows:
 if "lpush_c1_p1_per_s" in ours:
     share = ours["single_enqueue_share_of_lpush"]
     lines += ["", f"Single enqueue against one round trip: `redis-benchmark -c 1 -P 1 -t lpush` on the same Redis, run by "
-              f"`carbscan bench queue` just before and after its single enqueue (workers idle, as for ours): median "
+              f"`carbscan-bench queue` just before and after its single enqueue (workers idle, as for ours): median "
               f"{ours['lpush_c1_p1_per_s']:,.0f}/s. carbscan's single enqueue is {share:.0%} of it (median of the runs' "
               f"ratios; target ≥ 90%{' ✓' if share >= 0.9 else ' ✗'})."]
 if "xadd_c1_p1_per_s" in ours:

@@ -31,8 +31,8 @@ ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh
 
-swift build -c release --product carbscan
-bin="$(swift build -c release --show-bin-path)/carbscan"
+release_build carbscan
+bin=$bin_dir/carbscan
 work=$(mktemp -d)
 admin_url=$DATABASE_URL
 psql "$admin_url" -qc "DROP DATABASE IF EXISTS carbscan_bench_scan_reset" -c "CREATE DATABASE carbscan_bench_scan_reset"

@@ -18,9 +18,9 @@ while (($#)); do
         *) echo "unknown argument $1" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "no $binary: swift build -c release first (or --binary)" >&2; exit 69; }
 # shellcheck source=ops/prelude.sh
 source ops/prelude.sh
+require_binary "$binary"
 ops/services.sh start
 # shellcheck source=/dev/null
 source .local/env.sh

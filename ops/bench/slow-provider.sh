@@ -7,7 +7,7 @@
 #                              [--carbscan "1000 10000"] [--sidekiq "2x1000"] [--photo-bytes 32768]
 #                              [--bin-dir DIR] [--out FILE]
 # --carbscan: `carbscan work --concurrency` levels (1000 is the default); --sidekiq: PROCESSESxCONCURRENCY (2x1000 was
-# Sidekiq's best on 2 cores, results/slow-provider-2026-11-25.md). A run at
+# Sidekiq's best on 2 cores, 2026-11-25). A run at
 # concurrency C gets min(--jobs, 5·C) jobs (at least five full rounds of the model's delay, or --jobs).
 # Per run: users, photos and reservations are seeded in Postgres and the jobs enqueued, then ONE worker starts on
 # the full queue; slow_provider_measure.py polls every 10 ms (jobs/s from the model's first request to the last
@@ -32,14 +32,10 @@ while (($#)); do
         *) sed -n '2,15p' "$0" >&2; exit 64 ;;
     esac
 done
-if ! command -v swift >/dev/null && [[ -x /opt/swift/usr/bin/swift ]]; then export PATH=/opt/swift/usr/bin:$PATH; fi
-export SWIFT_DETERMINISTIC_HASHING=1
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 : "${REDIS_URL:?source .local/env.sh (ops/services.sh start) first}" "${DATABASE_URL:?}"
-if [[ -z $bin_dir ]]; then
-    swift build -c release --product carbscan >&2
-    swift build -c release --product slow-provider >&2
-    bin_dir=$(swift build -c release --show-bin-path)
-fi
+[[ -n $bin_dir ]] || release_build carbscan slow-provider
 if [[ -n $sidekiq_levels ]] && ! command -v sidekiq >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ruby-sidekiq >&2
 fi
@@ -65,7 +61,7 @@ grep -q 'per_second: 1000000' "$work/jobs/chat.yml" && grep -q 'per_second: 1000
 export CARBSCAN_JOBS_DIR=$work/jobs LOG_LEVEL=warning
 "$bin_dir/carbscan" migrate >&2
 
-model_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+model_port=$(free_port)
 model_url=http://127.0.0.1:$model_port
 export AI_BASE_URL=$model_url AI_API_KEY=sk-bench SLOW_PROVIDER_URL=$model_url SLOW_PROVIDER_PHOTO_BYTES=$photo_bytes
 sidekiq_url=${REDIS_URL%/*}/14

@@ -21,16 +21,16 @@ while (($#)); do
         *) echo "usage: ops/bench/soak.sh [--binary PATH] [--minutes N] [--restart-every MINUTES]" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "no $binary: swift build -c release first (or --binary)" >&2; exit 69; }
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
+require_binary "$binary"
 binary=$(realpath "$binary")
-python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib
+python_tool matplotlib matplotlib
 here=$PWD/ops/bench/soak
 tag=soak-$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}
 results=$PWD/ops/bench/results/$tag
 pg_bin=/usr/lib/postgresql/15/bin
 sample_seconds=${SOAK_SAMPLE_SECONDS:-60}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-as_pg() { if [[ $(id -u) == 0 ]]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
 now() { date +%s; }
 
 dir=$(mktemp -d /var/tmp/carbscan-soak-XXXX)
@@ -41,7 +41,7 @@ declare -A pid=()
 cleanup() {
     for name in "${!pid[@]}"; do kill -9 "${pid[$name]}" 2>/dev/null || true; done
     as_pg "$pg_bin/pg_ctl" -D "$dir/pg" -m immediate -s stop 2>/dev/null || true
-    redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1 || true
+    redis_down "$redis_port"
     rm -rf "$dir/pg" "$dir/redis"
     echo "logs: $dir"
 }
@@ -53,10 +53,10 @@ as_pg "$pg_bin/initdb" -D "$dir/pg" -U postgres --auth=trust -E UTF8 --locale=C.
 as_pg "$pg_bin/pg_ctl" -D "$dir/pg" -l "$dir/pg/log" -w -s -o "-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1" start
 psql=("$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -v ON_ERROR_STOP=1 -q)
 "${psql[@]}" -c "CREATE DATABASE carbscan"
+# AOF on (fsync every second); the pid and log beside the data, which the cleanup removes.
 redis_start() {
-    redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly yes --appendfsync everysec \
-        --dir "$dir/redis" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
-    until redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG; do sleep 0.05; done
+    redis_up "$redis_port" "$dir/redis" --appendonly yes --appendfsync everysec --pidfile "$dir/redis.pid" \
+        --logfile "$dir/redis.log"
 }
 redis_start
 python3 "$here/model.py" "$model_port" "$dir" 2>"$dir/model.log" &
@@ -178,6 +178,6 @@ for name in serve work-1 work-2 schedule; do
 done
 
 cp "$csv" "$results.csv"
-python3 "$here/plot.py" "$csv" "$events" "$results.png"
+"$venv/bin/python3" "$here/plot.py" "$csv" "$events" "$results.png"
 PSQL="${psql[*]} -d carbscan" python3 "$here/report.py" "$dir" "$results" "$restart_every"
 echo "results: $results.md, $results.png, $results.csv"

@@ -16,11 +16,9 @@ while (($#)); do
         *) sed -n '2,8p' "$0" >&2; exit 64 ;;
     esac
 done
-if [[ -z $bin_dir ]]; then
-    swift build -c release --product carbscan >&2
-    swift build -c release --product slow-provider >&2
-    bin_dir=$(swift build -c release --show-bin-path)
-fi
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
+[[ -n $bin_dir ]] || release_build carbscan slow-provider
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -shared -fPIC -o "$work/trace.so" ops/bench/task_alloc_trace.c -ldl

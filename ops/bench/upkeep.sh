@@ -31,8 +31,8 @@ ops/services.sh start
 source .local/env.sh
 
 if [[ -z $bin ]]; then
-    swift build -c release --product carbscan
-    bin="$(swift build -c release --show-bin-path)/carbscan"
+    release_build carbscan
+    bin=$bin_dir/carbscan
 fi
 work=$(mktemp -d)
 start_private_redis "$work"

@@ -7,6 +7,8 @@
 # committed ones). Without Chromium it says so and exits 0.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 binary=.build/debug/carbscan
 screenshots=""
 while (($#)); do
@@ -16,16 +18,15 @@ while (($#)); do
         *) echo "dashboard/run.sh: unknown argument $1" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "dashboard/run.sh: no $binary: swift build first (or --binary)" >&2; exit 69; }
+require_binary "$binary"
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     echo "dashboard/run.sh: SKIPPED: chromium and chromedriver are not installed (ops/install.sh installs them)"
     exit 0
 fi
-python3 -c 'import selenium' 2>/dev/null || python3 -m pip install -q 'selenium>=4.20,<5'
+python_tool selenium 'selenium>=4.20,<5'
 # shellcheck source=/dev/null
 source .local/env.sh
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 work=$(mktemp -d)
 database=carbscan_dashboard_$$
 prefix=dashboard-$$
@@ -58,7 +59,7 @@ enqueue email --payload '{"to":"someone@example.com","subject":"Hello","text":"a
 enqueue noop --delay 3600 >"$work/scheduled.ids"
 enqueue noop --payload '{"sleepMs":300000}' >"$work/running.ids"
 
-python3 ops/dashboard/browser_test.py --base "http://127.0.0.1:$port" --user "$OPS_USER" --password "$OPS_PASSWORD" \
+"$venv/bin/python3" ops/dashboard/browser_test.py --base "http://127.0.0.1:$port" --user "$OPS_USER" --password "$OPS_PASSWORD" \
     --redis "$REDIS_URL" --prefix "$prefix" --work "$work" --screenshots "${screenshots:-$work/screenshots}" || {
     status=$?
     echo "dashboard/run.sh: the browser test failed; serve log:" >&2

@@ -8,6 +8,8 @@
 # after the suite; the test that runs the units' ExecStart lines is Tests/SystemTests/DeployUnitsTests.swift.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 binary=.build/debug/carbscan
 while (($#)); do
     case $1 in
@@ -15,15 +17,15 @@ while (($#)); do
         *) echo "check.sh: unknown argument $1" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "check.sh: no $binary: swift build first (or --binary)" >&2; exit 69; }
+require_binary "$binary"
 binary=$(readlink -f "$binary")
 kit=ops/deploy
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 skipped=()
 
-python3 -c 'import yaml' 2>/dev/null || { echo "check.sh: python3 has no yaml module (Debian: python3-yaml)" >&2; exit 69; }
-python3 "$kit/check.py" "$binary" "$work/queries.yml"
+"$venv/bin/python3" -c 'import yaml' 2>/dev/null || { echo "check.sh: no PyYAML in $venv (ops/install.sh installs it)" >&2; exit 69; }
+"$venv/bin/python3" "$kit/check.py" "$binary" "$work/queries.yml"
 
 if command -v promtool >/dev/null; then
     promtool check rules "$kit/prometheus/alerts.yml" "$work/queries.yml" >"$work/promtool.log" 2>&1 || { cat "$work/promtool.log" >&2; exit 1; }
@@ -33,11 +35,11 @@ else
     skipped+=("promtool (Debian package prometheus)")
 fi
 
-if command -v kubernetes-validate >/dev/null; then
+if [[ -x $venv/bin/kubernetes-validate ]]; then
     # Strict: unknown fields are errors. KEDA's kinds have no schema here: check.py checks their structure.
     manifests=()
     for file in "$kit"/kubernetes/*.yaml; do [[ $(basename "$file") == kustomization.yaml ]] || manifests+=("$file"); done
-    kubernetes-validate --strict --quiet --no-warn -k 1.32 "${manifests[@]}" || { echo "check.sh: a manifest does not validate" >&2; exit 1; }
+    "$venv/bin/kubernetes-validate" --strict --quiet --no-warn -k 1.32 "${manifests[@]}" || { echo "check.sh: a manifest does not validate" >&2; exit 1; }
     echo "check.sh: kubernetes-validate: every object matches the Kubernetes 1.32 schemas"
 else
     skipped+=("kubernetes-validate (PyPI)")

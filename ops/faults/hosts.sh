@@ -20,6 +20,8 @@
 # Needs root and `ip netns`; where the machine forbids them it says so and exits 0 (skipped).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 binary=.build/release/carbscan
 jobs=2000
 deploy_jobs=20000
@@ -31,7 +33,7 @@ while (($#)); do
         *) echo "unknown argument $1" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "no $binary: swift build -c release --product carbscan first (or --binary)" >&2; exit 69; }
+require_binary "$binary"
 binary=$(readlink -f "$binary")
 log() { echo "hosts.sh: $*" >&2; }
 

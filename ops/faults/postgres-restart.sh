@@ -7,6 +7,8 @@
 # process is restarted.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 binary=.build/debug/carbscan
 down=5
 while (($#)); do
@@ -16,10 +18,8 @@ while (($#)); do
         *) echo "unknown argument $1" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "no $binary: swift build first (or --binary)" >&2; exit 69; }
+require_binary "$binary"
 pg_bin=/usr/lib/postgresql/15/bin
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-as_pg() { if [[ $(id -u) == 0 ]]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
 
 dir=$(mktemp -d /var/tmp/carbscan-pgfault-XXXX)
 chmod 755 "$dir"
@@ -27,7 +27,7 @@ pg_port=$(free_port) redis_port=$(free_port) api_port=$(free_port)
 cleanup() {
     kill -9 "${serve:-0}" "${worker:-0}" "${load:-0}" 2>/dev/null || true
     as_pg "$pg_bin/pg_ctl" -D "$dir/pg" -m immediate -s stop 2>/dev/null || true
-    redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1 || true
+    redis_down "$redis_port"
     rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -37,7 +37,7 @@ as_pg "$pg_bin/initdb" -D "$dir/pg" -U postgres --auth=trust -E UTF8 --locale=C.
 pg_start() { as_pg "$pg_bin/pg_ctl" -D "$dir/pg" -l "$dir/pg/log" -w -s -o "-p $pg_port -k $dir/pg -c listen_addresses=127.0.0.1" start; }
 pg_start
 as_pg "$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -qc "CREATE DATABASE carbscan" >/dev/null
-redis-server --bind 127.0.0.1 --port "$redis_port" --save "" --appendonly no --daemonize yes --dir "$dir" >/dev/null
+redis_up "$redis_port" "$dir/redis"
 
 export DATABASE_URL=postgres://postgres@127.0.0.1:$pg_port/carbscan REDIS_URL=redis://127.0.0.1:$redis_port/0
 export JWT_SECRET=$(openssl rand -hex 32) CARBSCAN_PREFIX=pgfault SESSION_CACHE_SECONDS=0 LOGIN_MAX_ATTEMPTS_PER_IP=100000

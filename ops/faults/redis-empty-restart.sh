@@ -6,6 +6,8 @@
 # job ran, how many lines the worker logged during the outage, and how long it took to exit on SIGTERM.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# shellcheck source=ops/lib.sh
+source ops/lib.sh
 binary=.build/debug/carbscan
 down=5
 while (($#)); do
@@ -15,18 +17,16 @@ while (($#)); do
         *) echo "unknown argument $1" >&2; exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "no $binary: swift build first (or --binary)" >&2; exit 69; }
+require_binary "$binary"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 dir=$(mktemp -d)
 export REDIS_URL=redis://127.0.0.1:$port/0 CARBSCAN_PREFIX=fault CARBSCAN_JOBS_DIR=jobs
-redis_up() { redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$dir" --daemonize yes \
-    --pidfile "$dir/redis.pid" >/dev/null; until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.01; done; }
 cleanup() { kill -9 "${worker:-0}" 2>/dev/null || true; [[ -f $dir/redis.pid ]] && kill -9 "$(cat "$dir/redis.pid")" 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
 now() { date +%s.%N; }
 
-redis_up
+redis_up "$port" "$dir"
 "$binary" work --queues default --concurrency 10 --grace 5 >"$dir/worker.log" 2>&1 &
 worker=$!
 "$binary" jobs enqueue noop --payload '{"counter":"fault:done"}' >/dev/null
@@ -36,7 +36,7 @@ echo "before: a job ran"
 kill -9 "$(cat "$dir/redis.pid")"
 lines_before=$(wc -l <"$dir/worker.log")
 sleep "$down"
-redis_up
+redis_up "$port" "$dir"
 back=$(now)
 lines_during=$(($(wc -l <"$dir/worker.log") - lines_before))
 # Enqueue until one goes in (the CLI's first try may meet the restart), then wait for it to run.

@@ -17,12 +17,15 @@ while (($#)); do
     *) echo "usage: $0 [--binary PATH]" >&2 && exit 64 ;;
     esac
 done
-[[ -x $binary ]] || { echo "no $binary: swift build first (or --binary)" >&2; exit 69; }
+require_binary "$binary"
 
 work=$(mktemp -d /var/tmp/carbscan-run-cleanup.XXXXXX)
 root=$work/root
 mkdir -p "$root" "$work/bin"
 cp -r ops jobs "$root/"
+# The copy's ops/install.sh finds the Python tools in this checkout's virtual environment (it would make its own).
+mkdir -p "$root/.local"
+ln -s "$venv" "$root/.local/venv"
 cp "$binary" "$work/bin/carbscan"
 chmod -R a+rX "$work"
 api_port=$(free_port)

@@ -73,8 +73,10 @@ struct IdempotentRequests: Sendable {
         fields.flatMap { Array(($0 ?? "").utf8) + [0] }
     }
 
-    func attach(_ key: Key, job: JobID) async throws {
-        try await IdempotencyKeys(database).attach(userID: key.userID, key: key.value, jobID: job.rawValue)
+    /// Notes the job the key's request started; in `tx`, the transaction that wrote the job to the outbox, so a key
+    /// never names a job that was not accepted, nor an accepted job goes without its key.
+    func attach(_ key: Key, job: JobID, in tx: any PostgresQueryable) async throws {
+        try await IdempotencyKeys(tx).attach(userID: key.userID, key: key.value, jobID: job.rawValue)
     }
 
     /// Stores the answer to replay; call it only for an answer that charged or stored what it says (a 2xx).

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobContracts
+import Outbox
 import Postgres
 import Queue
 import Store
@@ -53,16 +54,25 @@ struct AnalyzeRoutes {
         }
     }
 
-    /// Reserves the scan and stores the photo, then enqueues the analysis: its job.
+    /// Reserves the scan, stores the photo and writes the analysis job to the outbox in one transaction (with the
+    /// idempotency key's job), then puts the job on its queue: its job. The scan is the job's reservation, which the
+    /// queue settles as the job ends; a crash after the commit leaves the job to the outbox's relay.
     private func start(_ upload: ImageUpload, user: User, key: IdempotentRequests.Key?) async throws -> JobID {
         let now = Date()
-        let photoID: Int64? = try await database.transaction { tx in
+        let outbox = JobOutbox(database: database, queue: queue)
+        let job: JobOutbox.Job? = try await database.transaction { tx in
             guard try await ScanQuota(tx).reserve(userID: user.id, now: now, timeZone: settings.scanResetTimeZone) else { return nil }
             let photoID = try await MealPhotos(tx).insert(userID: user.id, contentType: upload.contentType, bytes: upload.bytes)
-            try await ScanReservations(tx).insert(photoID: photoID, userID: user.id)
-            return photoID
+            let parameters = AnalysisContract.Parameters(
+                userId: user.id, photoId: photoID, metadata: upload.metadata.isEmpty ? nil : upload.metadata)
+            let job = try JobOutbox.Job(
+                AnalysisContract.self, parameters, owner: user.id, reservation: QuotaReservation.scan(photoID: photoID).text)
+            try await ScanReservations(tx).insert(photoID: photoID, userID: user.id, jobID: job.id.rawValue)
+            try await outbox.add(job, in: tx)
+            if let key { try await idempotency.attach(key, job: job.id, in: tx) }
+            return job
         }
-        guard let photoID else {
+        guard let job else {
             let quota = try await ScanQuota(database).current(userID: user.id, now: now, timeZone: settings.scanResetTimeZone)
             throw APIError(
                 .tooManyRequests, "NO_SCANS_REMAINING",
@@ -72,22 +82,8 @@ struct AnalyzeRoutes {
                     "subscriptionTier": .string(quota.tier.rawValue),
                 ])
         }
-        let parameters = AnalysisContract.Parameters(
-            userId: user.id, photoId: photoID, metadata: upload.metadata.isEmpty ? nil : upload.metadata)
-        let id: JobID
-        do {
-            guard let enqueued = try await queue.enqueue(AnalysisContract.self, parameters, options: EnqueueOptions(owner: user.id)).id
-            else { throw StoreError("the analysis of photo \(photoID) was not enqueued") }
-            id = enqueued
-            try await ScanReservations(database).attach(photoID: photoID, jobID: id.rawValue)
-            if let key { try await idempotency.attach(key, job: id) }
-        } catch {
-            // Nothing half-done: without a job the scan goes back and the photo goes away.
-            _ = try? await ScanReservations(database).refund(photoID: photoID)
-            _ = try? await database.execute("DELETE FROM meal_photos WHERE id = $1", [photoID])
-            throw error
-        }
-        return id
+        await outbox.deliver(job)
+        return job.id
     }
 
     /// Seed 001's answer from the analysis job: its result when it finishes within the wait, else 202.

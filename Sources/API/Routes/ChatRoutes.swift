@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import JSON
 import JobContracts
+import Outbox
 import Postgres
 import Queue
 import Store
@@ -62,16 +63,23 @@ struct ChatRoutes {
         }
     }
 
-    /// Counts the chat against the day and enqueues its job: the job, and the day's count with this chat.
+    /// Counts the chat against the day, reserves it and writes its job to the outbox in one transaction (with the
+    /// idempotency key's job), then puts the job on its queue: the job, and the day's count with this chat. The queue
+    /// charges the chat when the job succeeds and gives it back when the job dies or is cancelled, so a failed chat
+    /// costs nothing.
     private func start(_ message: String, user: User, key: IdempotentRequests.Key?) async throws -> (JobID, used: Int) {
         let limit = user.tier.chatsPerDay
         let day = UsageCounters.day(of: Date(), in: user.calendarTimeZone)
         let messageID = UUID.randomV4().lowercasedString
-        // The chat is counted and reserved together; the job charges it when its answer is stored, or refunds it
-        // when it dies, so a failed chat costs nothing.
+        let outbox = JobOutbox(database: database, queue: queue)
+        let job = try JobOutbox.Job(
+            ChatContract.self, ChatContract.Parameters(userId: user.id, messageId: messageID, message: message), owner: user.id,
+            reservation: QuotaReservation.chat(messageID: messageID).text)
         let taken = try await database.transaction { tx -> Int? in
             guard let used = try await ChatQuota(tx).take(userID: user.id, day: day, limit: limit) else { return nil }
-            try await ChatReservations(tx).insert(messageID: messageID, userID: user.id, day: day)
+            try await ChatReservations(tx).insert(messageID: messageID, userID: user.id, day: day, jobID: job.id.rawValue)
+            try await outbox.add(job, in: tx)
+            if let key { try await idempotency.attach(key, job: job.id, in: tx) }
             return used
         }
         guard let used = taken else {
@@ -83,21 +91,8 @@ struct ChatRoutes {
                     "subscriptionTier": .string(user.tier.rawValue),
                 ])
         }
-        let parameters = ChatContract.Parameters(userId: user.id, messageId: messageID, message: message)
-        let id: JobID
-        do {
-            guard let enqueued = try await queue.enqueue(ChatContract.self, parameters, options: EnqueueOptions(owner: user.id)).id else {
-                throw StoreError("the chat message was not enqueued")
-            }
-            id = enqueued
-            try await ChatReservations(database).attach(messageID: messageID, jobID: id.rawValue)
-            if let key { try await idempotency.attach(key, job: id) }
-        } catch {
-            // Nothing half-done: without a job the chat goes back.
-            _ = try? await ChatReservations(database).refund(messageID: messageID)
-            throw error
-        }
-        return (id, used)
+        await outbox.deliver(job)
+        return (job.id, used)
     }
 
     /// Seed 001's answer from the chat job. `used` (the day's count when the chat was taken) stands in for the usage a

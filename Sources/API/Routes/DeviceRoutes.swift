@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobContracts
+import Outbox
 import Postgres
 import Queue
 
@@ -79,8 +80,19 @@ struct DeviceRoutes {
         }
         let id: JobID
         do {
-            id = try await enqueue(parameters, owner: owner)
-            if let key { try await idempotency.attach(key, job: id) }
+            if let key {
+                // The key and its job commit together (the outbox), so a retry never finds a key without its job.
+                let outbox = JobOutbox(database: database, queue: queue)
+                let job = try JobOutbox.Job(PushRegistrationContract.self, parameters, owner: owner)
+                try await database.transaction { tx in
+                    try await outbox.add(job, in: tx)
+                    try await idempotency.attach(key, job: job.id, in: tx)
+                }
+                await outbox.deliver(job)
+                id = job.id
+            } else {
+                id = try await enqueue(parameters, owner: owner)
+            }
         } catch {
             if let key { await idempotency.release(key) }
             throw error

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import JSON
 import JobContracts
+import Outbox
 import Postgres
 import Queue
 
@@ -51,9 +52,15 @@ struct JobRoutes {
     func show(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.principal(request)
         let wait = try request.integer("wait", default: 0, in: 0...30)
-        guard let text = context.parameters.get("id"), let id = JobID(rawValue: text.lowercased()),
-            var record = try await queue.record(id), record.owner == caller.userID
-        else { throw APIError.notFound("Job") }
+        guard let text = context.parameters.get("id"), let id = JobID(rawValue: text.lowercased()) else { throw APIError.notFound("Job") }
+        guard var record = try await queue.record(id) else {
+            // Accepted but not yet on its queue (the relay puts it there): queued, as far as the client can tell.
+            guard let waiting = try await JobOutbox(database: database, queue: queue).waiting(id), waiting.owner == caller.userID
+            else { throw APIError.notFound("Job") }
+            return try Envelope.success(
+                Job(id: id.rawValue, type: waiting.kind, status: "queued", attempts: 0, enqueuedAt: waiting.acceptedAt))
+        }
+        guard record.owner == caller.userID else { throw APIError.notFound("Job") }
         if wait > 0, record.status != .succeeded, record.status != .failed, record.status != .cancelled,
             let finished = try await waiter.wait(for: id, timeout: .seconds(wait))
         {
@@ -86,7 +93,7 @@ struct JobRoutes {
 
     /// `DELETE jobs/{id}`: the owner cancels a job. A waiting one never runs (200, now `cancelled`); a running one's
     /// worker is told to cancel it (202, as it stands); a finished one is 409 `JOB_FINISHED`. What it reserved (a scan,
-    /// a chat) is given back by photo-retention's sweep, as a dead job's is.
+    /// a chat) is given back by the queue as it records the cancel, as a dead job's is.
     func cancel(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.principal(request)
         guard let text = context.parameters.get("id"), let id = JobID(rawValue: text.lowercased()),

@@ -9,18 +9,20 @@ struct EnqueueCall: ScriptCall {
     init(_ queue: QueueKeys, count: Int) {
         keys = [queue.stream, queue.scheduled, queue.cron]
         arguments = [queue.base, String(count)]
-        arguments.reserveCapacity(2 + count * 12)
+        arguments.reserveCapacity(2 + count * 14)
     }
 
-    /// 12 values per job. `cron`: the schedule's name and fire time; `catchUp`: a missed fire caught up at start-up.
+    /// 14 values per job. `cron`: the schedule's name and fire time; `catchUp`: a missed fire caught up at start-up;
+    /// `givenID`: the producer chose the id, so the script refuses it while a record of that id lives.
     mutating func add(
         id: JobID, kind: String, payload: String, maxAttempts: Int, visibilityMs: Int64, delayMs: Int64, uniqueKey: String?,
-        uniqueTTLMs: Int64, cron: (name: String, fireMs: Int64, catchUp: Bool)?, owner: String?
+        uniqueTTLMs: Int64, cron: (name: String, fireMs: Int64, catchUp: Bool)?, owner: String?, reservation: String?,
+        givenID: Bool
     ) {
         arguments += [
             id.rawValue, kind, payload, String(maxAttempts), String(visibilityMs), String(max(0, delayMs)), uniqueKey ?? "",
             String(uniqueTTLMs), cron?.name ?? "", cron.map { String($0.fireMs) } ?? "0",
-            cron?.catchUp == true ? "catch-up" : "on-time", owner ?? "",
+            cron?.catchUp == true ? "catch-up" : "on-time", owner ?? "", reservation ?? "", givenID ? "1" : "",
         ]
     }
 }

@@ -20,6 +20,8 @@ enum JobField: String, CaseIterable {
     /// How many times it was handed back for running isolated after a lease ran out.
     case lost
     case unique, owner
+    /// What the job holds (`EnqueueOptions.reservation`): its end notes a settlement of it.
+    case reservation = "resv"
     case runAtMs = "runAt"
     case finishedMs = "fin"
     case result

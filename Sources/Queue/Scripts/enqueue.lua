@@ -1,6 +1,9 @@
 -- KEYS: stream, scheduled, cron. ARGV: prefix, count, then per job:
--- id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode, owner.
--- Returns per job: the id, `dup:<id of the holder>` for a taken unique key, or `skip` for a cron fire already done.
+-- id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode, owner,
+-- reservation, given ('1': the producer chose the id, e.g. a transactional outbox's relay, so a second enqueue of it
+-- while its record lives is a duplicate of itself).
+-- Returns per job: the id, `dup:<id of the holder>` for a taken unique key or a given id already enqueued, or `skip`
+-- for a cron fire already done.
 -- Includes only the clock, not the helpers: an API request enqueues one job per call, and defining the helpers was a
 -- tenth of the script's time. Each job's record is written in one HSET (a call per field group cost ~2 µs each), and
 -- the enqueue time of a job that goes straight to the stream is its entry id's (Redis's clock, as `TIME`), so `TIME`
@@ -11,11 +14,13 @@ local prefix, n = ARGV[1], tonumber(ARGV[2])
 local now = nil
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 12
+  local b = 2 + i * 14
   local id, kind, payload, max, vis = ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4], ARGV[b+5]
   local delay, ukey, uttl = tonumber(ARGV[b+6]), ARGV[b+7], ARGV[b+8]
   local cronName, fire, cronMode, owner = ARGV[b+9], ARGV[b+10], ARGV[b+11], ARGV[b+12]
+  local reservation, given = ARGV[b+13], ARGV[b+14]
   local result = id
+  if given == '1' and redis.call('EXISTS', prefix .. 'job:' .. id) == 1 then result = 'dup:' .. id end
   if cronName ~= '' then
     -- Exactly once per fire time, however many schedulers: the last fire time only moves forward.
     local last = redis.call('HGET', cron, cronName)
@@ -39,6 +44,7 @@ for i = 0, n - 1 do
     local fields = {'kind', kind, 'payload', payload, 'max', max, 'vis', vis}
     if ukey ~= '' then fields[#fields + 1] = 'unique'; fields[#fields + 1] = ukey end
     if owner ~= '' then fields[#fields + 1] = 'owner'; fields[#fields + 1] = owner end
+    if reservation ~= '' then fields[#fields + 1] = 'resv'; fields[#fields + 1] = reservation end
     if cronName ~= '' then fields[#fields + 1] = 'fire'; fields[#fields + 1] = fire end
     if delay > 0 then
       now = now or nowMs()

@@ -36,7 +36,7 @@ for i = 5, #ARGV, 5 do
   local id, entry, outcome, text, msText = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
   local ms = tonumber(msText)
   local key = prefix .. 'job:' .. id
-  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl')
+  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl', 'resv')
   -- Only the delivery that holds the job may change it: a late answer from a worker whose lease
   -- expired (the job was handed to another) must not overwrite the newer state.
   if f[1] == 'running' and f[3] == entry then
@@ -47,6 +47,7 @@ for i = 5, #ARGV, 5 do
     end
     if outcome == 'ok' then
       succeeded = succeeded + 1
+      noteSettlement(prefix, id, 'charge', f[5])
       if ms > 0 then
         -- Kept for retention: what the job was, who ran it and how it ended. The delivery fields (the
         -- stream entry, attempt limit and lease, the last error and retry time) go.

@@ -32,12 +32,23 @@ local function trim(stream, group)
   end
   if oldest then redis.call('XTRIM', stream, 'MINID', '~', oldest) end
 end
+-- Notes what a job that holds a reservation (its record's `resv`) owes as it ends, `charge` (it succeeded) or
+-- `release` (dead or cancelled), on the queue's settlements stream, in the same script that records the end: the
+-- upkeep leader hands them to the reservation ledger (JobQueue.settlements). Capped far above any backlog a live
+-- ledger leaves (it drains every quarter second).
+local function noteSettlement(prefix, id, how, reservation)
+  if reservation then
+    redis.call('XADD', prefix .. 'settle', 'MAXLEN', '~', '1000000', '*', 'id', id, 'how', how, 'resv', reservation)
+  end
+end
 -- Moves a job to the dead set with its last error. The dead set is capped by count and age:
 -- the oldest entries go first, with their records, so it never grows without bound.
 local function bury(prefix, deadKey, statsKey, id, now, message, retention, cap, maxAge)
   local key = prefix .. 'job:' .. id
-  local attempts = tonumber(redis.call('HGET', key, 'attempts') or '0')
+  local f = redis.call('HMGET', key, 'attempts', 'resv')
+  local attempts = tonumber(f[1] or '0')
   redis.call('HSET', key, 'status', 'failed', 'fin', now, 'err', message)
+  noteSettlement(prefix, id, 'release', f[2])
   pushHistory(key, attempts, now, message)
   if retention > 0 then redis.call('PEXPIRE', key, retention) end
   redis.call('ZADD', deadKey, now, id)
@@ -56,9 +67,11 @@ end
 -- Ends a job as cancelled by an operator (`carbscan jobs cancel`): it does not run (again). Its unique key is
 -- released if it still holds it, and its record kept `retention` ms. The stats count it apart from failures.
 local function cancelJob(prefix, statsKey, key, id, now, retention)
-  local ukey = redis.call('HGET', key, 'unique')
+  local f = redis.call('HMGET', key, 'unique', 'resv')
+  local ukey = f[1]
   if ukey and redis.call('GET', prefix .. 'unique:' .. ukey) == id then redis.call('DEL', prefix .. 'unique:' .. ukey) end
   redis.call('HSET', key, 'status', 'cancelled', 'fin', int(now), 'err', 'cancelled by an operator')
+  noteSettlement(prefix, id, 'release', f[2])
   redis.call('HDEL', key, 'entry', 'runAt', 'cncl')
   if retention > 0 then redis.call('PEXPIRE', key, retention) end
   redis.call('HINCRBY', statsKey, 'cancelled', 1)

@@ -2,7 +2,9 @@ import Logging
 
 /// The queues' upkeep, done by one process at a time: moving due delayed jobs and retries onto their streams
 /// (every `promoteInterval`), and handing back jobs whose lease ran out, trimming each stream's acknowledged head and
-/// forgetting consumers of dead workers (the reclaim script, every `reclaimInterval`), for every queue of the catalog.
+/// forgetting consumers of dead workers (the reclaim script, every `reclaimInterval`), for every queue of the catalog;
+/// handing what ended jobs owe their reservations to the ledger (with the promotion), and the process's own leader
+/// tasks (a transactional outbox's relay).
 ///
 /// Every worker runs one; the holder of the upkeep lease does the work and the others only ask for the lease every
 /// third of its time to live (River's leader election, Oban's Stager and Lifeline). Before, every worker promoted and
@@ -15,12 +17,19 @@ final class Upkeep: Sendable {
     let lease: LeaderLease
     let promoteInterval: Duration
     let reclaimInterval: Duration
+    let ledger: (any ReservationLedger)?
+    let tasks: [LeaderTask]
     let logger: Logger
     /// The most jobs one promote call moves per queue; a full batch is followed at once by the next.
     static let promoteBatch = 1000
 
-    init(queue: JobQueue, holder: String, ttl: Duration, promoteInterval: Duration, reclaimInterval: Duration, logger: Logger) {
+    init(
+        queue: JobQueue, holder: String, ttl: Duration, promoteInterval: Duration, reclaimInterval: Duration,
+        ledger: (any ReservationLedger)? = nil, tasks: [LeaderTask] = [], logger: Logger
+    ) {
         self.queue = queue
+        self.ledger = ledger
+        self.tasks = tasks
         self.lease = LeaderLease(redis: queue.redis, key: queue.upkeepLeaseKey, holder: holder, ttl: ttl)
         self.promoteInterval = promoteInterval
         self.reclaimInterval = reclaimInterval
@@ -32,6 +41,10 @@ final class Upkeep: Sendable {
         var leaseStreak = FailureStreak("renewing the upkeep lease")
         var promoteStreak = FailureStreak("promoting due jobs")
         var reclaimStreak = FailureStreak("reclaiming expired leases")
+        var settleStreak = FailureStreak("settling reservations")
+        var taskStreaks = tasks.map { FailureStreak($0.name) }
+        var nextTasks = tasks.map { _ in ContinuousClock.now }
+        var nextSettle = ContinuousClock.now
         var leading = false
         var leadUntil = ContinuousClock.now
         var nextRenewal = ContinuousClock.now
@@ -45,7 +58,10 @@ final class Upkeep: Sendable {
                     leaseStreak.succeeded(logger: logger)
                     if held {
                         leadUntil = asked + lease.ttl
-                        if !leading { (nextPromotion, nextReclaim) = (.now, .now) }
+                        if !leading {
+                            (nextPromotion, nextReclaim, nextSettle) = (.now, .now, .now)
+                            nextTasks = tasks.map { _ in .now }
+                        }
                     }
                     setLeading(held, &leading)
                     nextRenewal = asked + lease.ttl / 3
@@ -61,7 +77,17 @@ final class Upkeep: Sendable {
             if leading && .now >= nextReclaim {
                 nextReclaim = .now + (await pace(reclaimInterval, &reclaimStreak) { try await self.reclaim() })
             }
-            let wake = leading ? min(nextRenewal, nextPromotion, nextReclaim) : nextRenewal
+            if leading, let ledger, .now >= nextSettle {
+                nextSettle = .now + (await pace(promoteInterval, &settleStreak) { try await self.settle(ledger) })
+            }
+            for index in tasks.indices where leading && .now >= nextTasks[index] {
+                nextTasks[index] = .now + (await pace(tasks[index].interval, &taskStreaks[index]) { try await self.tasks[index].run() })
+            }
+            var wake = leading ? min(nextRenewal, nextPromotion, nextReclaim) : nextRenewal
+            if leading {
+                if ledger != nil { wake = min(wake, nextSettle) }
+                wake = nextTasks.reduce(wake, min)
+            }
             try? await Task.sleep(until: wake)
         }
         if leading { try? await lease.release() }
@@ -100,6 +126,10 @@ final class Upkeep: Sendable {
                 self.logger.warning("re-queued jobs whose lease expired", metadata: ["queue": "\(name)", "count": "\(ids.count)"])
             }
         }
+    }
+
+    private func settle(_ ledger: any ReservationLedger) async throws {
+        try await forEachQueue { name in _ = try await self.queue.settle(queue: name, with: ledger) }
     }
 
     private func forEachQueue(_ body: (String) async throws -> Void) async throws {

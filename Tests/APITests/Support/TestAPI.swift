@@ -183,10 +183,11 @@ struct TestAPI: Sendable {
         let services = WorkerServices(
             redis: queue.redis, prefix: queue.options.prefix, catalog: queue.catalog, database: database, http: http,
             settings: settings, logger: TestAPI.logger, mailer: mailer)
-        let worker = Worker(
-            queue: queue, registry: Handlers.registry(services: services),
-            options: WorkerOptions(queues: [(name, 1)], concurrency: concurrency, gracePeriod: .seconds(1), blockTimeout: .seconds(1)),
-            logger: TestAPI.logger)
+        var options = WorkerOptions(
+            queues: [(name, 1)], concurrency: concurrency, gracePeriod: .seconds(1), blockTimeout: .seconds(1),
+            promoteInterval: .milliseconds(100))
+        options.settlingQuota(database: database, queue: queue, logger: TestAPI.logger)
+        let worker = Worker(queue: queue, registry: Handlers.registry(services: services), options: options, logger: TestAPI.logger)
         return (
             worker,
             Task {

@@ -77,10 +77,17 @@ final class H2Peer {
         guard FileManager.default.createFile(atPath: output.path, contents: nil) else {
             throw StartFailed(reason: "cannot create \(output.path)")
         }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("h2_peer.py").path
+        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let script = here.appendingPathComponent("h2_peer.py").path
+        // hypercorn is in the Python tools' virtual environment that ops/install.sh makes.
+        let python = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".local/venv/bin/python3")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw StartFailed(reason: "no \(python.path): ops/install.sh makes it, with hypercorn")
+        }
         let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", script, path("cert.pem"), path("key.pem"), String(maxStreams)]
+        server.executableURL = python
+        server.arguments = [script, path("cert.pem"), path("key.pem"), String(maxStreams)]
         server.standardInput = FileHandle.nullDevice
         server.standardOutput = try FileHandle(forWritingTo: output)
         server.standardError = server.standardOutput

@@ -103,8 +103,8 @@ import Testing
         try expectPayload(PhotoRetentionContract.Parameters(), "{}")
         try expectResult(
             PhotoRetentionContract.self,
-            .init(photosDeleted: 1200, batches: 2, scansRefunded: 1, chatsRefunded: 0, cutoff: "2026-02-06T07:00:00Z"),
-            #"{"batches":2,"chatsRefunded":0,"cutoff":"2026-02-06T07:00:00Z","photosDeleted":1200,"scansRefunded":1}"#)
+            .init(photosDeleted: 1200, batches: 2, cutoff: "2026-02-06T07:00:00Z"),
+            #"{"batches":2,"cutoff":"2026-02-06T07:00:00Z","photosDeleted":1200}"#)
     }
 
     @Test func pushRegistration() throws {

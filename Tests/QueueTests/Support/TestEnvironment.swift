@@ -42,15 +42,15 @@ struct TestEnvironment {
     /// A worker with the project's handlers, running until `stop()`; returns it with its task.
     func startWorker(
         concurrency: Int = 10, grace: Duration = .seconds(5), blockTimeout: Duration = .seconds(2),
-        queues: [(name: String, weight: Int)]? = nil, upkeepLease: Duration = .seconds(10), logger: Logger? = nil
+        queues: [(name: String, weight: Int)]? = nil, upkeepLease: Duration = .seconds(10), logger: Logger? = nil,
+        ledger: (any ReservationLedger)? = nil
     ) -> (Worker, Task<Void, any Error>) {
-        let worker = Worker(
-            queue: queue, registry: Handlers.registry(redis: redis),
-            options: WorkerOptions(
-                queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
-                blockTimeout: blockTimeout, promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200),
-                upkeepLease: upkeepLease),
-            logger: logger ?? self.logger)
+        var options = WorkerOptions(
+            queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
+            blockTimeout: blockTimeout, promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200),
+            upkeepLease: upkeepLease)
+        options.ledger = ledger
+        let worker = Worker(queue: queue, registry: Handlers.registry(redis: redis), options: options, logger: logger ?? self.logger)
         return (worker, Task { try await worker.run() })
     }
 

@@ -68,12 +68,11 @@ struct WorkerTestEnvironment: Sendable {
 
     /// A worker with every handler, serving `queues` (default: all), until `stop()`.
     func startWorker(settings: WorkerSettings, queues: [String]? = nil, concurrency: Int = 4) -> (Worker, Task<Void, any Error>) {
-        let worker = Worker(
-            queue: queue, registry: Handlers.registry(services: services(settings)),
-            options: WorkerOptions(
-                queues: (queues ?? queue.catalog.queues).map { ($0, 1) }, concurrency: concurrency, gracePeriod: .seconds(2),
-                blockTimeout: .seconds(1), promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200)),
-            logger: Self.logger)
+        var options = WorkerOptions(
+            queues: (queues ?? queue.catalog.queues).map { ($0, 1) }, concurrency: concurrency, gracePeriod: .seconds(2),
+            blockTimeout: .seconds(1), promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200))
+        options.settlingQuota(database: database, queue: queue, logger: Self.logger)
+        let worker = Worker(queue: queue, registry: Handlers.registry(services: services(settings)), options: options, logger: Self.logger)
         return (worker, Task { try await worker.run() })
     }
 
