@@ -83,8 +83,13 @@ let package = Package(
             name: "Outbox",
             dependencies: ["Queue", "JSON", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
-        // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers.
-        .target(name: "JobContracts", dependencies: ["Queue", "JSON"]),
+        // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers,
+        // generated at build time from the kinds' files (jobs/*.yml): the job file is the one place a kind is declared.
+        .target(name: "JobContracts", dependencies: ["Queue", "JSON"], plugins: ["JobContractsPlugin"]),
+        // Swift from the job files, for the two plugins below: each kind's contract, and the workers' list of handlers.
+        .executableTarget(name: "JobCodegen", dependencies: [.product(name: "Yams", package: "Yams")]),
+        .plugin(name: "JobContractsPlugin", capability: .buildTool(), dependencies: ["JobCodegen"]),
+        .plugin(name: "JobHandlersPlugin", capability: .buildTool(), dependencies: ["JobCodegen"]),
         .target(
             name: "Postgres",
             dependencies: [
@@ -172,7 +177,9 @@ let package = Package(
                 "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Registers every kind's handler (`Handlers+Kinds.swift`, from the files of jobs/).
+            plugins: ["JobHandlersPlugin"]
         ),
         .executableTarget(
             name: "carbscan",

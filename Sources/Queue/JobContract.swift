@@ -3,8 +3,9 @@ import JSON
 
 /// What the producers and the handler of one job kind agree on: the kind's name (`jobs/<name>.yml`), the payload
 /// the producers enqueue and the handler decodes, and the result the handler returns and readers decode. Declared
-/// once, in the `JobContracts` target, so no side can drift from the others; the kind's YAML schema checks
-/// `Parameters` as encoded by ``JSONValueEncoder`` at every enqueue.
+/// once: the application's contracts are generated from the kinds' files (`payload:` and `result:` of
+/// `jobs/<name>.yml`, by the `JobContracts` target's build plugin), so no side can drift from the others, and the
+/// same schema checks `Parameters` as encoded by ``JSONValueEncoder`` at every enqueue. Written by hand it reads:
 ///
 /// ```swift
 /// enum EmailContract: JobContract {

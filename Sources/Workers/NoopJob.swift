@@ -14,6 +14,10 @@ package struct NoopJob: JobKind {
         self.redis = redis
     }
 
+    package init(services: WorkerServices) {
+        self.init(redis: services.redis)
+    }
+
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         if let stamp = parameters.stamp, let latency = parameters.latency {
             let micros = Int((Date().timeIntervalSince1970 - stamp) * 1_000_000)

@@ -5,7 +5,7 @@ extension JSONSchema {
     private static let keywords: Set<String> = [
         "type", "properties", "required", "additionalProperties", "enum", "const", "minimum", "maximum",
         "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "format", "items",
-        "minItems", "maxItems", "description", "title",
+        "minItems", "maxItems", "oneOf", "description", "title", "examples",
     ]
 
     init(_ schema: JSONValue, path: String) throws(SchemaError) {
@@ -13,7 +13,8 @@ extension JSONSchema {
         guard case .object(let members) = schema else {
             throw SchemaError(path: path, reason: "a schema must be an object, got \(schema.typeName)")
         }
-        for key in members.keys.sorted() where !Self.keywords.contains(key) {
+        // `x-…` keys are annotations for other tools (the contract generator's `x-swift-type`), as in OpenAPI.
+        for key in members.keys.sorted() where !Self.keywords.contains(key) && !key.hasPrefix("x-") {
             var error = SchemaError(
                 path: path + "/" + Self.escape(key),
                 reason: "unknown schema keyword '\(key)'; supported: \(Self.keywords.sorted().joined(separator: ", "))")
@@ -102,6 +103,19 @@ extension JSONSchema {
         }
         if let value = members["items"] {
             items = .schema(try JSONSchema(value, path: at("items")))
+        }
+        if let value = members["oneOf"] {
+            guard case .array(let branches) = value, !branches.isEmpty else {
+                throw SchemaError(path: at("oneOf"), reason: "must be a non-empty array of schemas")
+            }
+            var compiled: [JSONSchema] = []
+            for (index, branch) in branches.enumerated() {
+                compiled.append(try JSONSchema(branch, path: at("oneOf") + "/\(index)"))
+            }
+            oneOf = compiled
+        }
+        if let value = members["examples"], value.typeName != "array" {
+            throw SchemaError(path: at("examples"), reason: "must be an array of values")
         }
         minItems = try Self.count(members, "minItems", path: path)
         maxItems = try Self.count(members, "maxItems", path: path)

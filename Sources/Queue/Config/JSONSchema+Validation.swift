@@ -24,6 +24,12 @@ extension JSONSchema {
         if let constValue, !constValue.jsonEquals(value) {
             fail("must be \(constValue.jsonString); got \(value.jsonString)")
         }
+        if let oneOf {
+            let matches = oneOf.count(where: { $0.validate(value).isEmpty })
+            if matches != 1 {
+                fail(matches == 0 ? "matches none of the oneOf schemas" : "matches \(matches) of the oneOf schemas, not exactly one")
+            }
+        }
         switch value {
         case .int, .double:
             validateNumber(value, fail: fail)

@@ -37,8 +37,9 @@ public struct SchemaViolation: Sendable, Equatable, CustomStringConvertible {
 /// `additionalProperties` (bool or schema), `enum`, `const`, `minimum`, `maximum`,
 /// `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength` (in Unicode code points, as JSON
 /// Schema counts), `pattern` (unanchored, `NSRegularExpression` syntax), `format` (`uuid`,
-/// `date-time`, `date`, `email`: checked, not just annotations), `items`, `minItems`, `maxItems`;
-/// `description` and `title` are accepted and ignored.
+/// `date-time`, `date`, `email`: checked, not just annotations), `items`, `minItems`, `maxItems`, `oneOf` (exactly
+/// one branch matches); `description`, `title`, `examples` and `x-…` annotations (the contract generator's) are
+/// accepted and ignored.
 public struct JSONSchema: Sendable, Equatable {
     enum JSONType: String, Sendable, CaseIterable {
         case string, integer, number, boolean, object, array, null
@@ -81,6 +82,7 @@ public struct JSONSchema: Sendable, Equatable {
     var items: Subschema?
     var minItems: Int?
     var maxItems: Int?
+    var oneOf: [JSONSchema]?
 
     /// Accepts every value.
     public static let any = JSONSchema(trusted: .object([:]))

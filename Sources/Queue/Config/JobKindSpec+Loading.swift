@@ -6,6 +6,7 @@ extension JobKindSpec {
     static let topLevelKeys = [
         "queue", "queue_limit", "shards", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
         "schedules", "rate_limit", "payload",
+        "result",
     ]
 
     /// Parses one job-kind file's text.
@@ -29,7 +30,13 @@ extension JobKindSpec {
         self.init(name: name, file: file)
 
         if let entry = entries["payload"] {
-            payloadSchema = try Self.schema(entry.value, reader)
+            payloadSchema = try Self.schema(entry.value, "payload", reader)
+            guard payloadSchema.requiresObject else {
+                throw reader.error(entry.value, "payload", "the payload schema must say 'type: object' (payloads are JSON objects)")
+            }
+        }
+        if let entry = entries["result"] {
+            resultSchema = try Self.schema(entry.value, "result", reader)
         }
         if let entry = entries["queue"] {
             queue = try reader.string(entry.value, "queue", expected: "a queue name")
@@ -118,19 +125,16 @@ extension JobKindSpec {
         return RateLimit(name: name, perSecond: perSecond, burst: burst)
     }
 
-    private static func schema(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> JSONSchema {
+    private static func schema(_ node: Node, _ key: String, _ reader: YAMLReader) throws(ConfigError) -> JSONSchema {
         var marks = YAMLReader.Marks()
-        let value = try reader.json(node, "payload", marks: &marks)
+        let value = try reader.json(node, key, marks: &marks)
         let schema: JSONSchema
         do {
             schema = try JSONSchema(value)
         } catch {
             let mark = marks.mark(for: error.path, key: error.isAboutTheKeyword)
             throw ConfigError(
-                file: reader.file, line: mark?.line, column: mark?.column, reason: "payload\(error.path): \(error.reason)")
-        }
-        guard schema.requiresObject else {
-            throw reader.error(node, "payload", "the payload schema must say 'type: object' (payloads are JSON objects)")
+                file: reader.file, line: mark?.line, column: mark?.column, reason: "\(key)\(error.path): \(error.reason)")
         }
         return schema
     }

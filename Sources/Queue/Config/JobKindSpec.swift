@@ -31,6 +31,9 @@ public struct JobKindSpec: Sendable, Equatable {
     public var rateLimit: RateLimit?
     /// Checked at enqueue, so a bad payload is a 4xx for the client, not a dead job later.
     public var payloadSchema: JSONSchema
+    /// What the kind's handler returns (`result:`), the shape of the generated contract's `Result`; nil when the kind
+    /// declares none. Not checked at run time: the contract's types write it.
+    public var resultSchema: JSONSchema?
     /// The file the spec was loaded from (empty for specs built in code).
     public var file: String
 
@@ -59,6 +62,7 @@ public struct JobKindSpec: Sendable, Equatable {
         schedules: [CronSchedule] = [],
         rateLimit: RateLimit? = nil,
         payloadSchema: JSONSchema = .anyObject,
+        resultSchema: JSONSchema? = nil,
         file: String = ""
     ) {
         self.name = name
@@ -75,6 +79,7 @@ public struct JobKindSpec: Sendable, Equatable {
         self.schedules = schedules
         self.rateLimit = rateLimit
         self.payloadSchema = payloadSchema
+        self.resultSchema = resultSchema
         self.file = file
     }
 

@@ -154,6 +154,18 @@ import Testing
         #expect(JSONSchema.anyObject.validate([:]).isEmpty)
         #expect(JSONSchema.anyObject.validate(3).count == 1)
         #expect(try violations(["description": "x", "title": "y", "type": "integer"], 1).isEmpty)
+        // The contract generator's annotations (jobs/*.yml), and examples.
+        #expect(try violations(["x-swift-type": "Int64", "x-swift-name": "photoID", "examples": ["1"], "type": "string"], "2").isEmpty)
+    }
+
+    @Test func oneOfMatchesExactlyOneBranch() throws {
+        let schema: JSONValue = [
+            "oneOf": [["type": "object", "required": ["users"]], ["type": "object", "required": ["userId"]]]
+        ]
+        #expect(try violations(schema, ["users": 1]).isEmpty)
+        #expect(try violations(schema, ["userId": "u"]).isEmpty)
+        #expect(try violations(schema, [:]) == ["matches none of the oneOf schemas"])
+        #expect(try violations(schema, ["users": 1, "userId": "u"]) == ["matches 2 of the oneOf schemas, not exactly one"])
     }
 
     struct BadSchema: Sendable, CustomTestStringConvertible {
@@ -182,6 +194,9 @@ import Testing
         BadSchema(schema: ["minimum": "1"], path: "/minimum", reason: "must be a number"),
         BadSchema(schema: ["description": 1], path: "/description", reason: "must be a string"),
         BadSchema(schema: "string", path: "", reason: "a schema must be an object"),
+        BadSchema(schema: ["oneOf": []], path: "/oneOf", reason: "non-empty array of schemas"),
+        BadSchema(schema: ["oneOf": [["requird": ["a"]]]], path: "/oneOf/0/requird", reason: "unknown schema keyword"),
+        BadSchema(schema: ["examples": "1"], path: "/examples", reason: "must be an array"),
     ]
 
     @Test(arguments: badSchemas)

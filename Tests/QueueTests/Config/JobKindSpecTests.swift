@@ -145,6 +145,7 @@ import Testing
                 "payload/properties/id/format: unknown format \"uid\""
             ),
             ("payload:\n  type: object\n  requird: [id]\n", 3, 3, "payload/requird: unknown schema keyword 'requird'"),
+            ("result:\n  type: object\n  requird: [id]\n", 3, 3, "result/requird: unknown schema keyword 'requird'"),
             ("payload:\n  type: string\n", 2, 3, "payload: the payload schema must say 'type: object'"),
             ("payload: { type: object, properties: { n: { maximum: .inf } } }\n", 1, 54, "not a finite number"),
             ("queue: a\nqueue: b\n", 1, 1, "duplicate key 'queue'"),
@@ -158,6 +159,16 @@ import Testing
         #expect(error.reason.contains(reason), "\(error)")
         #expect(error.line == line, "\(error)")
         #expect(error.column == column, "\(error)")
+    }
+
+    @Test func theResultSchemaIsParsed() throws {
+        let yaml = "result: { type: object, required: [sent], properties: { sent: { type: boolean } } }\n"
+        let spec = try JobKindSpec(yaml: yaml, name: "mail", file: "jobs/mail.yml")
+        #expect(spec.resultSchema?.validate(["sent": true]) == [])
+        #expect(spec.resultSchema?.validate([:]).map(\.path) == ["/sent"])
+        // A result need not be an object, and a kind need not declare one.
+        #expect(try JobKindSpec(yaml: "result: { type: string }\n", name: "a", file: "a.yml").resultSchema?.validate("x") == [])
+        #expect(try JobKindSpec(yaml: "{}", name: "a", file: "a.yml").resultSchema == nil)
     }
 
     @Test func emptyFileAndBadKindName() throws {

@@ -5,234 +5,98 @@ import Testing
 
 @testable import Queue
 
-/// Each kind's contract (the `JobContracts` target) against its schema in the repository's `jobs/<name>.yml`, and the
-/// bytes of its results. A test fails when the two disagree: a member the schema does not declare or names
-/// otherwise, a type it refuses, a member it requires that the contract may leave out, or one the contract needs
-/// that the schema lets a producer leave out.
+/// Every kind of `jobs/` against the contract generated from its file, without naming a kind: the contract exists,
+/// and values made from the file's schemas alone (``SchemaSamples``) go through the generated types and come out as
+/// the same JSON. A test fails when the generator and the schemas disagree: a member the types leave out, rename or
+/// type otherwise, a `null` the types drop, a required member the types let a producer leave out.
 @Suite struct JobContractTests {
-    @Test func loginWebhook() throws {
-        let full = LoginWebhookContract.Parameters(
-            event: .signin, eventId: "0b7c6a8e-3f2d-4c1b-9a5e-7d6f8e9a0b1c", provider: "apple", providerUID: "001234.abcd",
-            email: "ann@example.com", displayName: "Ann", clientTimestamp: "2026-03-08T07:00:00.123Z")
-        var minimal = full
-        (minimal.event, minimal.email, minimal.displayName) = (.signout, nil, nil)
-        try expectAgreement(LoginWebhookContract.self, full: full, minimal: minimal)
-        // Seed 002's body has both members, null when unknown.
-        #expect(try JSONValueEncoder().encode(minimal)["email"] == .null)
-        #expect(try JSONValueEncoder().encode(minimal)["display_name"] == .null)
-
-        try expectResult(LoginWebhookContract.self, .init(delivered: true, status: 201), #"{"delivered":true,"status":201}"#)
-        try expectResult(LoginWebhookContract.self, .init(delivered: true, duplicate: true), #"{"delivered":true,"duplicate":true}"#)
-        try expectResult(
-            LoginWebhookContract.self, .init(delivered: false, skipped: "no sign-out path"),
-            #"{"delivered":false,"skipped":"no sign-out path"}"#)
+    @Test func everyJobFileHasAContract() throws {
+        let catalog = try JobCatalog.load(directory: repositoryJobsDirectory())
+        #expect(Contracts.all.map { $0.name } == catalog.kinds.keys.sorted())
     }
 
-    @Test func analysis() throws {
-        let metadata = [
-            "deviceModel": "iPhone15,2", "osVersion": "17.4", "appVersion": "2.1.0", "captureTimestamp": "2026-03-08T07:00:00Z",
-            "lighting": "daylight", "cameraFacing": "back",
-        ]
-        let full = AnalysisContract.Parameters(userId: "user-1", photoId: 123_456_789_012_345_678, metadata: metadata)
-        try expectAgreement(AnalysisContract.self, full: full, minimal: .init(userId: "user-1", photoId: 7))
-        // The schema's photoId is a decimal string; the contract converts it, both ways.
-        #expect(try JSONValueEncoder().encode(full)["photoId"] == "123456789012345678")
-        #expect(throws: DecodingError.self) {
-            try JSONValueDecoder().decode(AnalysisContract.Parameters.self, from: ["userId": "user-1", "photoId": "x7"])
-        }
-
-        let result = AnalysisContract.Result(
-            mealId: 7,
-            analysis: .init(
-                carbEstimate: 45, confidenceLow: 40, confidenceHigh: 50.5, confidenceLevel: 0.8, analysis: "Toast, two slices.",
-                compositeItemName: "Toast"))
-        try expectResult(
-            AnalysisContract.self, result,
-            #"{"analysis":{"analysis":"Toast, two slices.","carbEstimate":45.0,"compositeItemName":"Toast","confidenceHigh":50.5,"#
-                + #""confidenceLevel":0.8,"confidenceLow":40.0},"mealId":7}"#)
+    @Test(arguments: contractKinds)
+    func payloadsGoThroughTheContract(kind: String) throws {
+        guard let contract = contract(kind) else { return }
+        try expectPayloadAgreement(contract, try spec(kind))
     }
 
-    @Test func chat() throws {
-        let parameters = ChatContract.Parameters(
-            userId: "user-1", messageId: "6f1c1d2e-8a4b-4c3d-9e5f-0a1b2c3d4e5f", message: "How many carbs are in a banana?")
-        try expectAgreement(ChatContract.self, full: parameters, minimal: parameters)
-
-        var result = ChatContract.Result(
-            messageId: 12, response: "About 27 g.", messageType: "carb_lookup", followUpQuestions: ["And an apple?"],
-            usage: .init(remainingChats: nil, totalUsedToday: 3, subscriptionTier: "pro"))
-        try expectResult(
-            ChatContract.self, result,
-            #"{"followUpQuestions":["And an apple?"],"messageId":12,"messageType":"carb_lookup","response":"About 27 g.","#
-                + #""usage":{"remainingChats":null,"subscriptionTier":"pro","totalUsedToday":3}}"#)
-        result.usage = nil
-        try expectResult(
-            ChatContract.self, result,
-            #"{"followUpQuestions":["And an apple?"],"messageId":12,"messageType":"carb_lookup","response":"About 27 g."}"#)
+    @Test(arguments: contractKinds)
+    func resultsGoThroughTheContract(kind: String) throws {
+        guard let contract = contract(kind) else { return }
+        try expectResultAgreement(contract, try spec(kind))
     }
 
-    @Test func email() throws {
-        let parameters = EmailContract.Parameters(to: "ann@example.com", subject: "Your sign-in link", text: "Tap the link.")
-        try expectAgreement(EmailContract.self, full: parameters, minimal: parameters)
-        try expectResult(EmailContract.self, .init(sent: true), #"{"sent":true}"#)
+    private func contract(_ kind: String) -> (any JobContract.Type)? {
+        let contract = Contracts.all.first(where: { $0.name == kind })
+        if contract == nil { Issue.record("no contract named \(kind)") }
+        return contract
     }
 
-    @Test func noop() throws {
-        let full = NoopContract.Parameters(
-            sleepMs: 10, record: "list", counter: "done", stamp: 1_767_225_600.25, latency: "latencies", fail: "retry",
-            result: ["any": [1, "json", nil]])
-        try expectAgreement(NoopContract.self, full: full, minimal: .init(), anyType: ["result"])
-        try expectResult(NoopContract.self, ["any": [1, "json", nil]], #"{"any":[1,"json",null]}"#)
-    }
-
-    @Test func photoRetention() throws {
-        try expectAgreement(PhotoRetentionContract.self, full: .init(), minimal: .init())
-        try expectResult(
-            PhotoRetentionContract.self,
-            .init(photosDeleted: 1200, batches: 2, cutoff: "2026-02-06T07:00:00Z"),
-            #"{"batches":2,"cutoff":"2026-02-06T07:00:00Z","photosDeleted":1200}"#)
-    }
-
-    @Test func pushRegistration() throws {
-        let full = PushRegistrationContract.Parameters(
-            action: .register, userId: "user-1", platform: .ios, token: String(repeating: "ab", count: 32), deviceModel: "iPhone15,2",
-            osVersion: "17.4", appVersion: "2.1.0")
-        try expectAgreement(PushRegistrationContract.self, full: full, minimal: .init(action: .unregister, token: "ab12"))
-        try expectResult(
-            PushRegistrationContract.self, .init(deviceId: "5b0c7f7e-0d7e-4d6b-8d5e-3a2f1c0b9a88"),
-            #"{"deviceId":"5b0c7f7e-0d7e-4d6b-8d5e-3a2f1c0b9a88"}"#)
-        try expectResult(
-            PushRegistrationContract.self, .init(unregistered: true, removed: false), #"{"removed":false,"unregistered":true}"#)
-    }
-
-    @Test func scanReset() throws {
-        try expectAgreement(ScanResetContract.self, full: .init(scope: .daily, period: "2026-11-22"), minimal: .init(scope: .monthly))
-        try expectResult(
-            ScanResetContract.self,
-            .init(period: "2026-11", scope: .monthly, usersReset: 5, batches: 1, longestBatchMs: 3, elapsedMs: 12.5),
-            #"{"batches":1,"elapsedMs":12.5,"longestBatchMs":3.0,"period":"2026-11","scope":"monthly","usersReset":5}"#)
-    }
-
-    @Test func subscriptionSync() throws {
-        let full = SubscriptionSyncContract.Parameters(
-            userId: "user-1", subscriptionId: "sub_123", source: .appstore, eventCreated: 1_767_225_600,
-            signedTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", notificationType: "DID_RENEW")
-        try expectAgreement(SubscriptionSyncContract.self, full: full, minimal: .init(source: .reconciliation))
-
-        let free = SubscriptionSyncContract.State(userId: "user-1", tier: "free", status: "canceled", renewalDate: nil, applied: true)
-        try expectResult(
-            SubscriptionSyncContract.self, .state(free),
-            #"{"applied":true,"renewalDate":null,"status":"canceled","tier":"free","userId":"user-1"}"#)
-        var pro = free
-        (pro.tier, pro.status, pro.renewalDate, pro.applied) = ("pro", "active", "2026-04-01T00:00:00.000Z", false)
-        try expectResult(
-            SubscriptionSyncContract.self, .state(pro),
-            #"{"applied":false,"renewalDate":"2026-04-01T00:00:00.000Z","status":"active","tier":"pro","userId":"user-1"}"#)
-        try expectResult(SubscriptionSyncContract.self, .reconciliation(.init(users: 4, enqueued: 3)), #"{"enqueued":3,"users":4}"#)
-    }
-
-    // MARK: Reading results
-
-    @Test func aRecordsResultIsReadAsItsContractsResult() throws {
-        let record = try #require(
-            JobRecord(
-                id: .random(), queue: "ai",
-                fields: ["kind": "analysis", "status": "succeeded", "result": #"{"mealId":9,"# + Self.analysis],
-                inDeadSet: false))
-        #expect(try record.result(as: AnalysisContract.self)?.mealId == 9)
-        #expect(try record.result(as: AnalysisContract.self)?.analysis.compositeItemName == "Toast")
-        // Another kind's contract is refused, not decoded by luck.
-        #expect(throws: DecodingError.self) { try record.result(as: ChatContract.self) }
-        let running = try #require(
-            JobRecord(id: .random(), queue: "ai", fields: ["kind": "analysis", "status": "running"], inDeadSet: false))
-        #expect(try running.result(as: AnalysisContract.self) == nil)
-    }
-
-    static let analysis =
-        #""analysis":{"analysis":"-","carbEstimate":45,"compositeItemName":"Toast","confidenceHigh":50,"confidenceLevel":1,"confidenceLow":40}}"#
-
-    // MARK: The wire format
-
-    /// The typed enqueue writes, byte for byte, the payload `LoginRoutes` and `LoginRecorder` built by hand before
-    /// the contract existed.
-    @Test(arguments: [(nil, nil), ("ann@example.com", "Ann")] as [(String?, String?)])
-    func theTypedEnqueueWritesTheHandBuiltLoginWebhookPayload(email: String?, name: String?) async throws {
-        let yaml = try String(contentsOfFile: repositoryJobsDirectory() + "/login-webhook.yml", encoding: .utf8)
-        let env = try TestEnvironment(kinds: ["login-webhook": yaml])
-        defer { Task { await env.cleanUp() } }
-        let eventID = UUID().uuidString.lowercased()
-        let handBuilt: JSONValue = [
-            "event": .string("signin"), "eventId": .string(eventID), "provider": .string("google"), "provider_uid": .string("1087"),
-            "email": email.map(JSONValue.string) ?? .null, "display_name": name.map(JSONValue.string) ?? .null,
-            "client_timestamp": .string("2026-03-08T07:00:00.123Z"),
-        ]
-        let parameters = LoginWebhookContract.Parameters(
-            event: .signin, eventId: eventID, provider: "google", providerUID: "1087", email: email, displayName: name,
-            clientTimestamp: "2026-03-08T07:00:00.123Z")
-        let options = EnqueueOptions(owner: "user-1")
-        let typed = try requireID(try await env.queue.enqueue(LoginWebhookContract.self, parameters, options: options))
-        let untyped = try requireID(try await env.queue.enqueue("login-webhook", payload: handBuilt, options: options))
-        let written = try #require(try await env.queue.record(typed)).payload
-        #expect(written == (try #require(try await env.queue.record(untyped)).payload))
-        #expect(written == handBuilt.jsonString)
+    private func spec(_ kind: String) throws -> JobKindSpec {
+        try #require(try JobCatalog.load(directory: repositoryJobsDirectory())[kind], "no jobs/\(kind).yml")
     }
 }
 
-/// `full` sets every member the contract has, `minimal` only those it must. Both encode to payloads the kind's
-/// schema accepts and decode back to themselves; `full` sends exactly the members the schema declares; the
-/// schema's required members alone decode, and so does each schedule's payload in the YAML; and `full`'s payload
-/// without any required member is refused by both the schema and the contract. The schema also refuses any member
-/// of another type (`anyType`: those it takes in any type), a member too many, and a payload that is not an object.
-private func expectAgreement<C: JobContract>(
-    _ contract: C.Type, full: C.Parameters, minimal: C.Parameters, anyType: Set<String> = [],
-    sourceLocation: SourceLocation = #_sourceLocation
-) throws where C.Parameters: Equatable {
-    let catalog = try JobCatalog.load(directory: repositoryJobsDirectory())
-    let spec = try #require(catalog[C.name], "no jobs/\(C.name).yml", sourceLocation: sourceLocation)
+/// The kinds, as the generated contracts name them.
+private let contractKinds: [String] = Contracts.all.map { $0.name }
+
+/// Both samples of the payload schema satisfy it, decode as `C.Parameters` and encode back to themselves; the required
+/// members alone decode, and so does each schedule's payload; without any required member both the schema and the
+/// contract refuse the payload; the schema also refuses a member of another type, a member too many, and a payload
+/// that is not an object.
+private func expectPayloadAgreement<C: JobContract>(_ contract: C.Type, _ spec: JobKindSpec) throws {
     let schema = spec.payloadSchema
-    for sample in [full, minimal] {
-        let payload = try JSONValueEncoder().encode(sample)
-        #expect(schema.validate(payload) == [], "\(payload.jsonString)", sourceLocation: sourceLocation)
-        #expect(try JSONValueDecoder().decode(C.Parameters.self, from: payload) == sample, sourceLocation: sourceLocation)
+    for members in [SchemaSamples.Members.all, .required] {
+        let sample = SchemaSamples.value(schema.source, members: members)
+        #expect(schema.validate(sample) == [], "\(C.name): \(sample.jsonString)")
+        let parameters = try JSONValueDecoder().decode(C.Parameters.self, from: sample)
+        #expect(try JSONValueEncoder().encode(parameters) == sample, "\(C.name): \(sample.jsonString)")
     }
-    guard case .object(let members) = try JSONValueEncoder().encode(full) else {
-        Issue.record("\(C.name)'s parameters do not encode as an object", sourceLocation: sourceLocation)
+    guard case .object(let members) = SchemaSamples.value(schema.source, members: .all) else {
+        Issue.record("\(C.name)'s payload sample is not an object")
         return
     }
-    #expect(members.keys.sorted() == schema.declaredProperties, sourceLocation: sourceLocation)
-
     let requiredOnly = JSONValue.object(members.filter { schema.requires($0.key) })
-    #expect(schema.validate(requiredOnly) == [], sourceLocation: sourceLocation)
-    #expect(throws: Never.self, "the schema's required members alone", sourceLocation: sourceLocation) {
+    #expect(throws: Never.self, "\(C.name): the schema's required members alone") {
         try JSONValueDecoder().decode(C.Parameters.self, from: requiredOnly)
     }
     for schedule in spec.schedules {
-        #expect(throws: Never.self, "schedule \(schedule.name)", sourceLocation: sourceLocation) {
+        #expect(throws: Never.self, "\(C.name): schedule \(schedule.name)") {
             try JSONValueDecoder().decode(C.Parameters.self, from: schedule.payload)
         }
     }
-
-    #expect(!schema.validate(.array([])).isEmpty, "not an object", sourceLocation: sourceLocation)
-    #expect(!schema.validate(.object(members.merging(["unexpected": 1]) { $1 })).isEmpty, "an extra member", sourceLocation: sourceLocation)
-    for name in members.keys {
+    #expect(!schema.validate(.array([])).isEmpty, "\(C.name): not an object")
+    #expect(!schema.validate(.object(members.merging(["unexpected": 1]) { $1 })).isEmpty, "\(C.name): an extra member")
+    for name in members.keys.sorted() {
         var broken = members
         if schema.requires(name) {
             broken[name] = nil
-            #expect(!schema.validate(.object(broken)).isEmpty, "without \(name)", sourceLocation: sourceLocation)
-            #expect(throws: DecodingError.self, "the contract requires \(name) too", sourceLocation: sourceLocation) {
+            #expect(!schema.validate(.object(broken)).isEmpty, "\(C.name): without \(name)")
+            #expect(throws: DecodingError.self, "\(C.name): the contract requires \(name) too") {
                 try JSONValueDecoder().decode(C.Parameters.self, from: .object(broken))
             }
         }
-        if !anyType.contains(name) {
+        // A member without a type takes any JSON.
+        if schema.source["properties"]?[name]?["type"] != nil {
             broken[name] = [true]
-            #expect(!schema.validate(.object(broken)).isEmpty, "\(name) as an array", sourceLocation: sourceLocation)
+            #expect(!schema.validate(.object(broken)).isEmpty, "\(C.name): \(name) as an array")
         }
     }
 }
 
-/// The result encodes to exactly `text` (the bytes kept with the job) and decodes back to itself.
-private func expectResult<C: JobContract>(
-    _ contract: C.Type, _ result: C.Result, _ text: String, sourceLocation: SourceLocation = #_sourceLocation
-) throws where C.Result: Equatable {
-    #expect(try JSONValueEncoder().encode(result).jsonString == text, sourceLocation: sourceLocation)
-    #expect(try JSONValueDecoder().decode(C.Result.self, fromJSON: text) == result, sourceLocation: sourceLocation)
+/// Each sample of the result schema (one per `oneOf` branch, with every member and with the required ones) satisfies
+/// it, decodes as `C.Result` and encodes back to itself: the bytes a handler's result is kept as are the schema's. A
+/// kind whose file declares no result has none (`Never`).
+private func expectResultAgreement<C: JobContract>(_ contract: C.Type, _ spec: JobKindSpec) throws {
+    guard let schema = spec.resultSchema else {
+        #expect(C.Result.self == Never.self, "\(C.name) declares no result, but its contract has one")
+        return
+    }
+    let samples = SchemaSamples.values(schema.source, members: .all) + SchemaSamples.values(schema.source, members: .required)
+    for sample in samples {
+        #expect(schema.validate(sample) == [], "\(C.name): \(sample.jsonString)")
+        let result = try JSONValueDecoder().decode(C.Result.self, from: sample)
+        #expect(try JSONValueEncoder().encode(result) == sample, "\(C.name): \(sample.jsonString)")
+    }
 }
