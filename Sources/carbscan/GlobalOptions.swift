@@ -13,7 +13,15 @@ struct GlobalOptions: ParsableArguments {
     var redisURL: String = EnvironmentReader.process.text("REDIS_URL") ?? "redis://127.0.0.1:56379/0"
 
     @Option(help: "Postgres URL, postgres://user[:password]@host:port/db (env DATABASE_URL).")
-    var databaseURL: String = EnvironmentReader.process.text("DATABASE_URL") ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+    var databaseURL: String = EnvironmentReader.process.text("DATABASE_URL") ?? Self.localDatabaseURL
+
+    /// `ops/services.sh`'s database: what a process uses when neither `DATABASE_URL` nor `--database-url` names one.
+    static let localDatabaseURL = "postgres://postgres@127.0.0.1:55432/carbscan"
+
+    /// Whether a database was named (`DATABASE_URL` or `--database-url`), rather than the local default assumed.
+    var namesDatabase: Bool {
+        EnvironmentReader.process.text("DATABASE_URL") != nil || databaseURL != Self.localDatabaseURL
+    }
 
     @Option(help: "Folder of the job kind files (env CARBSCAN_JOBS_DIR).")
     var jobsDir: String = EnvironmentReader.process.text("CARBSCAN_JOBS_DIR") ?? "jobs"

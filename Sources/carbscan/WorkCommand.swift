@@ -96,8 +96,13 @@ struct WorkCommand: AsyncParsableCommand {
             var options = WorkerOptions(
                 queues: weights, concurrency: concurrency, queueLimits: limits.byQueue, gracePeriod: .seconds(grace),
                 upkeepLease: .seconds(upkeepLease))
-            // Reservations are settled and the outbox relayed by whichever worker runs the upkeep.
-            options.settlingQuota(database: database, queue: queue, logger: logger)
+            // Reservations are settled and the outbox relayed by whichever worker runs the upkeep; a worker named no
+            // database (only Redis-side kinds, e.g. a benchmark's) leaves that to those that were.
+            if global.namesDatabase {
+                options.settlingQuota(database: database, queue: queue, logger: logger)
+            } else {
+                logger.info("no DATABASE_URL: this worker neither settles reservations nor relays the job outbox")
+            }
             let counters = ProcessCounters()
             options.observers.append(counters)
             if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }

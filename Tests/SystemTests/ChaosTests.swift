@@ -22,7 +22,10 @@ import Testing
         let redis = try RedisClient(url: TestServices.redisURL)
         let prefix = "chaos-\(UUID().uuidString.prefix(8))"
         let jobs = try CarbScanBinary.jobsDirectory(noop: Self.shortLeaseNoop)
-        let environment = ["REDIS_URL": TestServices.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path]
+        // No database: these workers run noop jobs only (an empty DATABASE_URL is unset, whatever the runner has).
+        let environment = [
+            "REDIS_URL": TestServices.redisURL, "CARBSCAN_PREFIX": prefix, "CARBSCAN_JOBS_DIR": jobs.path, "DATABASE_URL": "",
+        ]
         let queue = JobQueue(redis: redis, catalog: try JobCatalog.load(directory: jobs.path), options: QueueOptions(prefix: prefix))
         return (redis, prefix, environment, queue)
     }
