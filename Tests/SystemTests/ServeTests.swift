@@ -78,29 +78,16 @@ import Testing
                 ["serve", "--port", String(port), "--migrate"],
                 environment: ["DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40)])
             defer { server.signal(SIGKILL) }
-            let base = "http://127.0.0.1:\(port)/api/mobile/v1/"
-            func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: Any]) {
-                var request = URLRequest(url: URL(string: base + path)!)
-                request.httpMethod = method
-                request.timeoutInterval = 30
-                if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-                if let json {
-                    request.httpBody = Data(json.utf8)
-                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                    request.setValue("respond-async", forHTTPHeaderField: "Prefer")
-                }
-                let (data, response) = try await URLSession.shared.data(for: request)
-                let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-                return ((response as? HTTPURLResponse)?.statusCode ?? 0, body["data"] as? [String: Any] ?? [:])
-            }
-            #expect(try await eventually(timeout: .seconds(30)) { (try? await call("GET", "health"))?.0 == 200 })
-            let (_, session) = try await call("POST", "auth/register", json: #"{"email":"poll@example.com","password":"correct horse"}"#)
+            let api = ServeClient(port: port, preferAsync: true)
+            #expect(try await eventually(timeout: .seconds(30)) { (try? await api.call("GET", "health"))?.0 == 200 })
+            let (_, session) = try await api.call(
+                "POST", "auth/register", json: #"{"email":"poll@example.com","password":"correct horse"}"#)
             let token = try #require(session["accessToken"] as? String)
-            let (accepted, job) = try await call("POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#)
+            let (accepted, job) = try await api.call("POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#)
             #expect(accepted == 202)
             let jobID = try #require(job["jobId"] as? String)
             let poll = Task { () -> (Int, String?) in
-                let (status, data) = try await call("GET", "jobs/\(jobID)?wait=20", token: token)
+                let (status, data) = try await api.call("GET", "jobs/\(jobID)?wait=20", token: token)
                 return (status, data["status"] as? String)
             }
             try await Task.sleep(for: .milliseconds(700))

@@ -30,22 +30,10 @@ import Testing
                 ["serve", "--port", String(port), "--migrate"],
                 environment: ["DATABASE_URL": url, "REDIS_URL": redis.url, "JWT_SECRET": secret])
             defer { server.signal(SIGKILL) }
-            let base = "http://127.0.0.1:\(port)/api/mobile/v1/"
-            func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: Any]) {
-                var request = URLRequest(url: URL(string: base + path)!)
-                request.httpMethod = method
-                request.timeoutInterval = 30
-                if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-                if let json {
-                    request.httpBody = Data(json.utf8)
-                    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                }
-                let (data, response) = try await URLSession.shared.data(for: request)
-                let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-                return ((response as? HTTPURLResponse)?.statusCode ?? 0, body["data"] as? [String: Any] ?? [:])
-            }
-            #expect(try await eventually(timeout: .seconds(30)) { (try? await call("GET", "health"))?.0 == 200 })
-            let (_, session) = try await call("POST", "auth/register", json: #"{"email":"outbox@example.com","password":"correct horse"}"#)
+            let api = ServeClient(port: port)
+            #expect(try await eventually(timeout: .seconds(30)) { (try? await api.call("GET", "health"))?.0 == 200 })
+            let (_, session) = try await api.call(
+                "POST", "auth/register", json: #"{"email":"outbox@example.com","password":"correct horse"}"#)
             let token = try #require(session["accessToken"] as? String)
 
             var configuration = try PostgresConfiguration(url: url)
@@ -56,7 +44,7 @@ import Testing
 
             // Redis frozen: the request commits, then hangs in its enqueue; then the process dies.
             redis.pause()
-            let request = Task { _ = try? await call("POST", "chat", token: token, json: #"{"message":"Carbs in a banana?"}"#) }
+            let request = Task { _ = try? await api.call("POST", "chat", token: token, json: #"{"message":"Carbs in a banana?"}"#) }
             #expect(try await eventually(timeout: .seconds(20)) { try await count("SELECT count(*) FROM job_outbox") == 1 })
             let jobText: String = try await database.query("SELECT job_id::text FROM job_outbox")[0].decode(0)
             let jobID = try #require(JobID(rawValue: jobText))
