@@ -5,8 +5,11 @@
 # through the project's Redis client: the floor of any enqueueing endpoint) and POST /body (the same hello world
 # reading POST /logins's body whole); an authenticated GET /meals (JWT check,
 # session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check, validation, one
-# job into Redis). Writes ops/bench/results/api-<date>.md with the machine's description; BENCH_TAG=x names it
-# api-<date>-x, so several runs of one day are kept. BENCH_REDIS_URL runs the API's queue on another Redis (a cluster).
+# job into Redis); POST chat with `Prefer: respond-async` from 8 pro users (the chat counted and reserved and its job
+# written to the outbox in one transaction, then enqueued and the row deleted: the transactional enqueue's path).
+# Writes ops/bench/results/api-<date>.md with the machine's description; BENCH_TAG=x names it api-<date>-x, so several
+# runs of one day are kept. BENCH_REDIS_URL runs the API's queue on another Redis (a cluster); BENCH_CARBSCAN_BIN
+# serves the API from another build of carbscan (a before/after of one change, same day, same script).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3 duration=10 connections=32
@@ -40,7 +43,7 @@ REDIS_URL=${BENCH_REDIS_URL:-$REDIS_URL}
 export REDIS_URL
 
 release_build carbscan carbscan-bench
-bin=$bin_dir/carbscan
+bin=${BENCH_CARBSCAN_BIN:-$bin_dir/carbscan}
 work=$(mktemp -d)
 api_port=18181 hello_port=18182
 export CARBSCAN_PREFIX=carbscan-bench JWT_SECRET=bench-secret-bench-secret-bench-secret LOGIN_WEBHOOK_URL=http://127.0.0.1:9
@@ -62,6 +65,30 @@ meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"
 curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
 # Meals are shown for 7 days on the free tier: make them recent.
 psql "$DATABASE_URL" -qc "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+
+# Chats come from 8 pro users (no daily limit), a user per request in turn: one user's counter row would serialize them.
+chat_tokens=()
+for i in $(seq 8); do
+    chat_email="bench-chat-$i-$(date +%s%N)@example.com"
+    chat_tokens+=("$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
+        -d "{\"email\":\"$chat_email\",\"password\":\"bench password\"}" |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')")
+    psql "$DATABASE_URL" -qc "UPDATE users SET subscription_tier = 'pro' WHERE email = '$chat_email'"
+done
+{
+    echo "tokens = {"
+    printf '  "%s",\n' "${chat_tokens[@]}"
+    echo "}"
+    cat <<'LUA'
+counter = 0
+request = function()
+    counter = counter + 1
+    local headers = {["Content-Type"] = "application/json", ["Prefer"] = "respond-async",
+                     ["Authorization"] = "Bearer " .. tokens[counter % #tokens + 1]}
+    return wrk.format("POST", nil, headers, '{"message":"How many carbs are in a banana?"}')
+end
+LUA
+} >"$work/chat.lua"
 
 cat >"$work/logins.lua" <<'LUA'
 wrk.method = "POST"
@@ -92,6 +119,7 @@ for run in $(seq "$runs"); do
     measure hello_post "http://127.0.0.1:$hello_port/body" -s "$work/logins.lua"
     measure meals "$base/meals" -H "Authorization: Bearer $token"
     measure logins "$base/logins" -H "Authorization: Bearer $token" -s "$work/logins.lua"
+    measure chat "$base/chat" -s "$work/chat.lua"
 done
 
 # The ceiling Postgres alone sets: the one statement an authenticated GET /meals runs (Store's
@@ -135,9 +163,10 @@ lines = [f"# API benchmark, {datetime.date.today().isoformat()}", "", f"Machine:
          "| endpoint | requests/s | p99 ms | vs hello world | target | non-2xx |", "| --- | --- | --- | --- | --- | --- |"]
 names = {"hello": "Hummingbird hello world `GET /`", "meals": "authenticated `GET /meals` (20 of 50 meals, Postgres)",
          "logins": "enqueueing `POST /logins` (validation + one job into Redis)",
+         "chat": "`POST /chat`, `Prefer: respond-async`, 8 pro users (counted, reserved, job accepted in Postgres, enqueued)",
          "hello_redis": "hello world + one `XADD` through the project's Redis client (no auth, no body)",
          "hello_post": "hello world as `POST /body` with `POST /logins`'s body, read whole (no auth, no parsing)"}
-for key in ["hello", "meals", "logins", "hello_redis", "hello_post"]:
+for key in ["hello", "meals", "logins", "chat", "hello_redis", "hello_post"]:
     rps, p99, bad = med[key]
     ratio = rps / hello
     target = "" if key.startswith("hello") else ("≥ 50% ✓" if ratio >= 0.5 else "≥ 50% ✗")
@@ -153,6 +182,9 @@ if "pg_page" in med:
 lines += ["", f"The enqueueing endpoint's floor: hello world's route plus one Redis command through this project's client, nothing "
           f"else (no token, no body, no validation), does {med['hello_redis'][0]:,.0f}/s = {med['hello_redis'][0] / hello:.0%} of hello world; "
           f"`POST /logins` reaches {med['logins'][0] / med['hello_redis'][0]:.0%} of that."]
+import os
+if os.environ.get("BENCH_CARBSCAN_BIN"):
+    lines += ["", f"The API served by `{os.environ['BENCH_CARBSCAN_BIN']}` (BENCH_CARBSCAN_BIN), not this checkout's build."]
 lines += ["", "Per run:", ""] + [f"- {name}: " + ", ".join(f"{r:,.0f}/s" + ("" if name.startswith("pg_") else f" p99 {p:.2f} ms") for r, p, _ in v) for name, v in rows.items()]
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
