@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 
 /// The queues' upkeep, done by one process at a time: moving due delayed jobs and retries onto their streams
 /// (every `promoteInterval`), and handing back jobs whose lease ran out, trimming each stream's acknowledged head and
@@ -20,6 +21,8 @@ final class Upkeep: Sendable {
     let ledger: (any ReservationLedger)?
     let tasks: [LeaderTask]
     let logger: Logger
+    /// Whether this process holds the lease, for the leader work that runs beside the loop (`runLeaderWork`).
+    private let leadingNow = Atomic<Bool>(false)
     /// The most jobs one promote call moves per queue; a full batch is followed at once by the next.
     static let promoteBatch = 1000
 
@@ -41,10 +44,8 @@ final class Upkeep: Sendable {
         var leaseStreak = FailureStreak("renewing the upkeep lease")
         var promoteStreak = FailureStreak("promoting due jobs")
         var reclaimStreak = FailureStreak("reclaiming expired leases")
-        var settleStreak = FailureStreak("settling reservations")
-        var taskStreaks = tasks.map { FailureStreak($0.name) }
-        var nextTasks = tasks.map { _ in ContinuousClock.now }
-        var nextSettle = ContinuousClock.now
+        let leaderWork = Task { await self.runLeaderWork() }
+        defer { leaderWork.cancel() }
         var leading = false
         var leadUntil = ContinuousClock.now
         var nextRenewal = ContinuousClock.now
@@ -58,10 +59,7 @@ final class Upkeep: Sendable {
                     leaseStreak.succeeded(logger: logger)
                     if held {
                         leadUntil = asked + lease.ttl
-                        if !leading {
-                            (nextPromotion, nextReclaim, nextSettle) = (.now, .now, .now)
-                            nextTasks = tasks.map { _ in .now }
-                        }
+                        if !leading { (nextPromotion, nextReclaim) = (.now, .now) }
                     }
                     setLeading(held, &leading)
                     nextRenewal = asked + lease.ttl / 3
@@ -77,23 +75,51 @@ final class Upkeep: Sendable {
             if leading && .now >= nextReclaim {
                 nextReclaim = .now + (await pace(reclaimInterval, &reclaimStreak) { try await self.reclaim() })
             }
-            if leading, let ledger, .now >= nextSettle {
-                nextSettle = .now + (await pace(promoteInterval, &settleStreak) { try await self.settle(ledger) })
-            }
-            for index in tasks.indices where leading && .now >= nextTasks[index] {
-                nextTasks[index] = .now + (await pace(tasks[index].interval, &taskStreaks[index]) { try await self.tasks[index].run() })
-            }
-            var wake = leading ? min(nextRenewal, nextPromotion, nextReclaim) : nextRenewal
-            if leading {
-                if ledger != nil { wake = min(wake, nextSettle) }
-                wake = nextTasks.reduce(wake, min)
-            }
+            let wake = leading ? min(nextRenewal, nextPromotion, nextReclaim) : nextRenewal
             try? await Task.sleep(until: wake)
         }
         if leading { try? await lease.release() }
     }
 
+    /// The ledger's settlements (every `promoteInterval`) and the leader tasks, on a task of their own beside the
+    /// loop: they wait on Postgres, and a slow database must not hold up promotion, reclaim or the lease's renewal. They
+    /// run while the loop holds the lease (looked at every 200 ms at least).
+    private func runLeaderWork() async {
+        guard ledger != nil || !tasks.isEmpty else { return }
+        var settleStreak = FailureStreak("settling reservations")
+        var taskStreaks = tasks.map { FailureStreak($0.name) }
+        var nextSettle = ContinuousClock.now
+        var nextTasks = tasks.map { _ in ContinuousClock.now }
+        var led = false
+        while !Task.isCancelled {
+            let leading = leadingNow.load(ordering: .acquiring)
+            if leading && !led {
+                nextSettle = .now
+                nextTasks = tasks.map { _ in .now }
+            }
+            led = leading
+            var wake = ContinuousClock.now + .milliseconds(200)
+            if leading {
+                if let ledger {
+                    if .now >= nextSettle {
+                        nextSettle = .now + (await pace(promoteInterval, &settleStreak) { try await self.settle(ledger) })
+                    }
+                    wake = min(wake, nextSettle)
+                }
+                for index in tasks.indices {
+                    if .now >= nextTasks[index] {
+                        nextTasks[index] =
+                            .now + (await pace(tasks[index].interval, &taskStreaks[index]) { try await self.tasks[index].run() })
+                    }
+                    wake = min(wake, nextTasks[index])
+                }
+            }
+            try? await Task.sleep(until: wake)
+        }
+    }
+
     private func setLeading(_ held: Bool, _ leading: inout Bool) {
+        leadingNow.store(held, ordering: .releasing)
         guard held != leading else { return }
         leading = held
         logger.info(held ? "this process now runs the queues' upkeep" : "this process no longer runs the queues' upkeep")
