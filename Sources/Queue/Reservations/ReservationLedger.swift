@@ -58,13 +58,9 @@ extension JobQueue {
     public func settlements(queue: String, limit: Int) async throws -> [(entry: String, settlement: Settlement?)] {
         let reply = try await redis.send(["XRANGE", keys(queue).settlements, "-", "+", "COUNT", String(limit)])
         return (reply.array ?? []).compactMap { item -> (String, Settlement?)? in
-            guard let parts = item.array, parts.count == 2, let entry = parts[0].string, let flat = parts[1].array else { return nil }
-            var fields: [String: String] = [:]
-            for index in stride(from: 0, to: flat.count - 1, by: 2) {
-                if let key = flat[index].string { fields[key] = flat[index + 1].string }
-            }
-            guard let text = fields["id"], let id = JobID(rawValue: text), let reservation = fields["resv"],
-                let outcome = fields["how"].flatMap(Settlement.Outcome.init(rawValue:))
+            guard let parts = item.array, parts.count == 2, let entry = parts[0].string, let fields = parts[1].fields else { return nil }
+            guard let text = fields["id"]?.string, let id = JobID(rawValue: text), let reservation = fields["resv"]?.string,
+                let outcome = fields["how"]?.string.flatMap(Settlement.Outcome.init(rawValue:))
             else { return (entry, nil) }
             return (entry, Settlement(reservation: reservation, job: id, outcome: outcome))
         }
