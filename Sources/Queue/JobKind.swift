@@ -44,11 +44,13 @@ public struct JobContext: Sendable {
     public let scheduledFor: Date?
     public let enqueuedAt: Date
     public let logger: Logger
+    /// Where the handler publishes `delta` and `progress` events for the job's followers.
+    public let events: JobEvents
 
     /// For running a handler outside a worker (tests that replay a delivery).
     public init(
         id: JobID, kind: String, attempt: Int, maxAttempts: Int, scheduledFor: Date? = nil, enqueuedAt: Date = Date(),
-        logger: Logger = Logger(label: "job")
+        logger: Logger = Logger(label: "job"), events: JobEvents = .discarding
     ) {
         self.id = id
         self.kind = kind
@@ -57,6 +59,7 @@ public struct JobContext: Sendable {
         self.scheduledFor = scheduledFor
         self.enqueuedAt = enqueuedAt
         self.logger = logger
+        self.events = events
     }
 }
 

@@ -19,6 +19,11 @@ public struct QueueKeys: Sendable, Hashable {
     /// Pub/sub channel: `<job id> <status>` when a job succeeds, fails or will be retried.
     public var events: String { base + "events" }
     public func job(_ id: JobID) -> String { base + "job:" + id.rawValue }
+    /// The job's events for its followers (`GET /jobs/{id}/events`): a capped stream beside its record.
+    public func jobEvents(_ id: JobID) -> String { base + "job:" + id.rawValue + ":ev" }
+    /// Set (for an hour) once a request of the job's owner was answered with its end: the API's short wait, a long
+    /// poll, or the event stream. A push about the job is sent only while it is not set.
+    public func resultSeen(_ id: JobID) -> String { base + "job:" + id.rawValue + ":seen" }
 
     /// The consumer group every worker of the queue reads through.
     public static let group = "workers"
