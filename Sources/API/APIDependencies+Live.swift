@@ -30,6 +30,7 @@ extension APIDependencies {
         dependencies.opsCredentials = settings.opsCredentials
         dependencies.trustedProxies = settings.trustedProxies
         dependencies.syncWait = settings.syncWait
+        dependencies.eventHeartbeat = settings.eventHeartbeat
         dependencies.idleTimeout = settings.idleTimeout
         dependencies.scanResetTimeZone = settings.scanResetTimeZone
         dependencies.photoRetention = settings.photoRetention

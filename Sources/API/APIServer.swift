@@ -31,6 +31,9 @@ package struct APIDependencies: Sendable {
     package var appStore: AppStoreSettings?
     /// How long `analyze` and `chat` wait for their job before answering 202 (`SYNC_WAIT_SECONDS`, default 8).
     package var syncWait: Duration = .seconds(8)
+    /// How often an idle event stream (`jobs/{id}/events`) sends a comment, so proxies keep it open
+    /// (`EVENT_STREAM_HEARTBEAT_SECONDS`, default 15).
+    package var eventHeartbeat: Duration = .seconds(15)
     /// A connection that sends no complete request part (headers, a body chunk) for this long is closed
     /// (`HTTP_IDLE_TIMEOUT_SECONDS`, default 30): idle keep-alives, bodies that never finish, and headers sent a byte
     /// at a time (a part counts only once it is whole). A request being answered (a long-poll) is never cut.
@@ -102,7 +105,8 @@ package enum APIServer {
         .register(on: api)
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
-        let results = ResultSettings(syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone)
+        let results = ResultSettings(
+            syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone, eventHeartbeat: dependencies.eventHeartbeat)
         ChatRoutes(
             database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results,
             idempotency: idempotency

@@ -9,6 +9,8 @@ package struct APISettings: Sendable {
     package var maxLoginAttemptsPerIP = 60
     /// `SYNC_WAIT_SECONDS` (0–30).
     package var syncWait: Duration = .seconds(8)
+    /// `EVENT_STREAM_HEARTBEAT_SECONDS` (over 0, at most 300).
+    package var eventHeartbeat: Duration = .seconds(15)
     /// `HTTP_IDLE_TIMEOUT_SECONDS` (over 0, at most 3600).
     package var idleTimeout: Duration = .seconds(30)
     /// `SCAN_RESET_TIMEZONE`.

@@ -7,6 +7,8 @@ import Queue
 struct ResultSettings: Sendable {
     var syncWait: Duration
     var scanResetTimeZone: TimeZone
+    /// How often an idle event stream sends a heartbeat comment.
+    var eventHeartbeat: Duration = .seconds(15)
 }
 
 /// The answer of an endpoint that runs a job: the finished job's own body (200) when it finishes within the
@@ -34,6 +36,7 @@ enum JobAnswer {
         }
         if let record = waited {
             status = record.status.rawValue
+            if record.status.isFinal { await waiter.markSeen(record) }
             switch record.status {
             case .succeeded:
                 return try await succeeded(record)
@@ -45,6 +48,10 @@ enum JobAnswer {
                 // The endpoints document 502 for a job that did not produce its answer.
                 throw APIError(
                     .badGateway, "JOB_CANCELLED", "The job was cancelled by an operator", details: ["jobId": .string(id.rawValue)])
+            case .expired:
+                throw APIError(
+                    .badGateway, "JOB_EXPIRED", "The job was not started in time and will not run", details: ["jobId": .string(id.rawValue)]
+                )
             default:
                 break
             }
@@ -54,6 +61,13 @@ enum JobAnswer {
         // The wait's last read says where the job stands; only an immediate 202 needs a read of its own.
         if status == nil { status = (try? await waiter.currentStatus(id)) ?? nil }
         return try Envelope.success(Accepted(jobId: id.rawValue, status: status ?? "queued"), status: .accepted, headers: headers)
+    }
+}
+
+extension JobAnswer {
+    /// Whether the client asked for the job's event stream (`Accept: text/event-stream`) rather than the JSON answer.
+    static func wantsEventStream(_ request: Request) -> Bool {
+        request.headers[values: .accept].contains { $0.lowercased().contains("text/event-stream") }
     }
 }
 

@@ -17,6 +17,8 @@ import Synchronization
 package final class JobWaiter: Service, Sendable {
     private struct State {
         var waiters: [String: [UUID: CheckedContinuation<Void, Never>]] = [:]
+        /// Event streams following a job: woken by every message about it, for as long as they follow.
+        var followers: [String: [UUID: JobFollower]] = [:]
         /// Shutting down: waits end with the job as it stands (a long-poll gets it, `analyze` and `chat` a 202).
         var stopped = false
     }
@@ -45,13 +47,19 @@ package final class JobWaiter: Service, Sendable {
         while true {
             guard let record = try await queue.record(id) else { return nil }
             let now = clock.now
-            if record.status == .succeeded || record.status == .failed || record.status == .cancelled || now >= deadline || Task.isCancelled
+            if record.status.isFinal || now >= deadline || Task.isCancelled
                 || state.withLock({ $0.stopped })
             {
                 return record
             }
             await pause(id.rawValue, for: min(deadline - now, .seconds(1)))
         }
+    }
+
+    /// Notes that the job's owner was answered with its end: no push about it goes out (``ResultSeen``). Best effort: a
+    /// mark lost to an outage costs one push too many.
+    package func markSeen(_ record: JobRecord) async {
+        try? await ResultSeen(redis: queue.redis, prefix: queue.options.prefix).mark(record.id, queue: record.queue)
     }
 
     /// The job's status as clients name it, or nil when there is no such job.
@@ -133,18 +141,46 @@ package final class JobWaiter: Service, Sendable {
     package static func sessionChannel(prefix: String) -> String { "\(prefix):sessions" }
 
     private func notify(_ id: String) {
-        let waiting = state.withLock { $0.waiters.removeValue(forKey: id) }
+        let (waiting, following) = state.withLock { ($0.waiters.removeValue(forKey: id), $0.followers[id]) }
         for continuation in waiting?.values ?? [:].values { continuation.resume() }
+        for follower in following?.values ?? [:].values { follower.wake() }
     }
 
     private func wakeEveryone() {
-        let waiting = state.withLock { state in
+        let (waiting, following) = state.withLock { state in
             state.stopped = true
-            defer { state.waiters.removeAll() }
-            return state.waiters.values.flatMap(\.values)
+            defer {
+                state.waiters.removeAll()
+                state.followers.removeAll()
+            }
+            return (state.waiters.values.flatMap(\.values), state.followers.values.flatMap(\.values))
         }
         for continuation in waiting { continuation.resume() }
+        for follower in following { follower.stop() }
     }
+
+    /// Follows job `id` until ``JobFollower/end()``: the follower wakes whenever a message about the job arrives, and
+    /// stops at shutdown. Made before the first read of the job, so nothing that happens between that read and the
+    /// first wait is missed.
+    package func follow(_ id: JobID) -> JobFollower {
+        let follower = JobFollower(id: id.rawValue, token: UUID(), waiter: self)
+        let stopped = state.withLock { state in
+            if !state.stopped { state.followers[id.rawValue, default: [:]][follower.token] = follower }
+            return state.stopped
+        }
+        if stopped { follower.stop() }
+        return follower
+    }
+
+    fileprivate func unfollow(_ follower: JobFollower) {
+        state.withLock { state in
+            state.followers[follower.id]?[follower.token] = nil
+            if state.followers[follower.id]?.isEmpty == true { state.followers[follower.id] = nil }
+        }
+    }
+
+    /// Whether the process is shutting down (followers end their streams).
+    package var isStopped: Bool { state.withLock { $0.stopped } }
 
     /// Sleeps until the job's event, `duration`, or cancellation, whichever comes first. Exactly one of them takes
     /// the continuation out of the table, so it is resumed once.
@@ -178,4 +214,84 @@ package final class JobWaiter: Service, Sendable {
 
     /// How many requests wait right now (for tests and metrics).
     package var waitingCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    /// How many event streams follow a job right now.
+    package var followingCount: Int { state.withLock { $0.followers.values.reduce(0) { $0 + $1.count } } }
+}
+
+/// One event stream's hold on a job (``JobWaiter/follow(_:)``): wake-ups that arrive while the stream is writing are
+/// kept (one is enough: the stream reads everything new), so none is lost between a read and the next wait.
+package final class JobFollower: Sendable {
+    package enum Wake: Sendable { case news, timeout, stopped }
+
+    private struct State {
+        var pending = false
+        var stopped = false
+        var continuation: CheckedContinuation<Wake, Never>?
+        var generation = 0
+    }
+
+    fileprivate let id: String
+    fileprivate let token: UUID
+    private weak let waiter: JobWaiter?
+    private let state = Mutex(State())
+
+    fileprivate init(id: String, token: UUID, waiter: JobWaiter) {
+        self.id = id
+        self.token = token
+        self.waiter = waiter
+    }
+
+    /// Waits for news of the job, `timeout`, or shutdown, whichever comes first.
+    package func next(timeout: Duration) async -> Wake {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
+            let (now, generation): (Wake?, Int) = state.withLock { state in
+                if state.stopped { return (.stopped, 0) }
+                if state.pending {
+                    state.pending = false
+                    return (.news, 0)
+                }
+                state.generation += 1
+                state.continuation = continuation
+                return (nil, state.generation)
+            }
+            if let now { return continuation.resume(returning: now) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                self.resume(.timeout, generation: generation)
+            }
+        }
+    }
+
+    fileprivate func wake() {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            if state.continuation == nil { state.pending = true }
+            return state.continuation
+        }
+        continuation?.resume(returning: .news)
+    }
+
+    fileprivate func stop() {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            state.stopped = true
+            return state.continuation
+        }
+        continuation?.resume(returning: .stopped)
+    }
+
+    private func resume(_ wake: Wake, generation: Int) {
+        let continuation = state.withLock { state -> CheckedContinuation<Wake, Never>? in
+            guard state.generation == generation else { return nil }
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: wake)
+    }
+
+    /// Stops following (the stream ended).
+    package func end() {
+        stop()
+        waiter?.unfollow(self)
+    }
 }

@@ -17,6 +17,9 @@ public struct ReservedJob: Sendable {
     /// Its last lease ran out (its worker crashed, was killed or hung): it runs alone, and the worker that has it
     /// takes no other job until it ends, so a job that crashes its worker takes nothing else down with it.
     public let isolated: Bool
+    /// It was not started by its `start_by` time and has already ended `expired`: the worker does not run it, only
+    /// reports its end.
+    public let expired: Bool
 }
 
 /// The outcome of one delivery, recorded in batches.
@@ -289,7 +292,7 @@ extension JobQueue {
                     kind: flat[i + 2].string ?? "", payload: flat[i + 3].string ?? "", attempt: flat[i + 4].int ?? 1,
                     maxAttempts: flat[i + 5].int ?? 1, scheduledFor: fire.map { Date(timeIntervalSince1970: $0 / 1000) },
                     enqueuedAt: Date(timeIntervalSince1970: (flat[i + 7].string.flatMap(Double.init) ?? 0) / 1000),
-                    isolated: flat[i + 8].string == "1"))
+                    isolated: flat[i + 8].string == "1", expired: flat[i + 8].string == "e"))
             i += 9
         }
         return jobs

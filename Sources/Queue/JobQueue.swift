@@ -242,7 +242,8 @@ public final class JobQueue: Sendable {
             index: index, id: id, kind: spec.name, queue: shardMap.shard(of: spec.queue, key: uniqueKey ?? options.cron?.name),
             maxAttempts: spec.maxAttempts,
             visibilityMs: spec.visibilityTimeout.milliseconds, payload: payload.jsonString, options: options,
-            uniqueKey: uniqueKey, uniqueTTL: uniqueTTL)
+            uniqueKey: uniqueKey, uniqueTTL: uniqueTTL, eventsMs: spec.eventsLifetime?.milliseconds ?? 0,
+            startByMs: spec.startBy?.milliseconds ?? 0)
     }
 
     /// Writes jobs of one queue that go in by one path.
@@ -267,6 +268,10 @@ public final class JobQueue: Sendable {
         var options: EnqueueOptions
         var uniqueKey: String?
         var uniqueTTL: Duration?
+        /// The event log's lifetime (`events: true`), 0 for none.
+        var eventsMs: Int64
+        /// `start_by:`, 0 for none.
+        var startByMs: Int64
 
         enum Path { case entry, transaction, scripted }
 
@@ -275,7 +280,7 @@ public final class JobQueue: Sendable {
         /// else the enqueue script.
         var path: Path {
             if uniqueKey != nil || (options.delay ?? .zero) > .zero || options.cron != nil || options.id != nil
-                || options.reservation != nil
+                || options.reservation != nil || eventsMs > 0 || startByMs > 0
             {
                 return .scripted
             }
@@ -365,7 +370,8 @@ public final class JobQueue: Sendable {
                 delayMs: job.options.delay?.milliseconds ?? 0, uniqueKey: job.uniqueKey,
                 uniqueTTLMs: (job.uniqueTTL ?? .seconds(86_400)).milliseconds,
                 cron: job.options.cron.map { ($0.name, Int64($0.fireTime.timeIntervalSince1970 * 1000), $0.catchUp) },
-                owner: job.options.owner, reservation: job.options.reservation, givenID: job.options.id != nil)
+                owner: job.options.owner, reservation: job.options.reservation, givenID: job.options.id != nil,
+                eventsMs: job.eventsMs, startByMs: job.startByMs)
         }
         let reply = try await redis.run(EnqueueCall.script, keys: call.keys, arguments: call.arguments, durability: options.durability)
         for (job, answer) in zip(jobs, reply.array ?? []) {

@@ -3,8 +3,13 @@ import Foundation
 /// Where a job stands, as clients and operators see it.
 public enum JobStatus: String, Sendable, Codable, CaseIterable {
     case queued, running, retrying, succeeded, failed
-    /// Cancelled by an operator: it will not run (again).
+    /// Cancelled by an operator (or its owner): it will not run (again).
     case cancelled
+    /// Not started by its kind's `start_by` time: it did not run, and what it reserved was given back.
+    case expired
+
+    /// Whether the job has ended: it will not change again.
+    public var isFinal: Bool { self == .succeeded || self == .failed || self == .cancelled || self == .expired }
 }
 
 /// One failed attempt, kept with the job (the last ten).

@@ -333,6 +333,7 @@ public final class Worker: Service {
     // MARK: Running
 
     private func start(_ job: ReservedJob) {
+        if job.expired { return reportExpired(job) }
         guard let spec = queue.catalog[job.kind], let handler = registry.handler(for: job.kind) else {
             let reason = "no handler for job kind '\(job.kind)' in this worker"
             logger.error("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "error": "\(reason)"])
@@ -366,7 +367,22 @@ public final class Worker: Service {
     private func context(of job: ReservedJob) -> JobContext {
         JobContext(
             id: job.id, kind: job.kind, attempt: job.attempt, maxAttempts: job.maxAttempts, scheduledFor: job.scheduledFor,
-            enqueuedAt: job.enqueuedAt, logger: logger)
+            enqueuedAt: job.enqueuedAt, logger: logger, events: events(of: job))
+    }
+
+    /// Where the job's handler publishes its events: its event log, for kinds with `events: true`. A lost event is
+    /// logged, never the job's failure (its result carries what the events did).
+    private func events(of job: ReservedJob) -> JobEvents {
+        guard let lifetime = queue.catalog[job.kind]?.eventsLifetime else { return .discarding }
+        let log = JobEventLog(redis: queue.redis, prefix: queue.options.prefix)
+        let logger = logger
+        return JobEvents { type, fields in
+            do {
+                try await log.append(type, fields, of: job.id, queue: job.queue, lifetime: lifetime)
+            } catch {
+                logger.debug("job event lost", metadata: ["job": "\(job.id)", "type": "\(type)", "error": "\(error)"])
+            }
+        }
     }
 
     @inline(never)
@@ -421,6 +437,7 @@ public final class Worker: Service {
         let duration = ContinuousClock.now - began
         for observer in options.observers {
             observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: outcome.end, duration: duration)
+            observer.jobEnded(job, outcome: outcome.end)
         }
         logger.log(
             level: logLevel, "\(message)",
@@ -433,6 +450,18 @@ public final class Worker: Service {
                 if outcome.kind == .retry { metadata["retry_in_ms"] = "\(outcome.milliseconds)" }
                 return metadata
             }())
+    }
+
+    /// A job the start script ended `expired` (not started by its `start_by` time): recorded already, it only frees
+    /// its slot and is reported.
+    private func reportExpired(_ job: ReservedJob) {
+        slots.release()
+        for observer in options.observers {
+            observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .expired, duration: .zero)
+            observer.jobEnded(job, outcome: .expired)
+        }
+        logger.warning(
+            "job expired", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "enqueued_at": "\(job.enqueuedAt)"])
     }
 
     private func retryOrBury(_ job: ReservedJob, spec: JobKindSpec, error: String, retryAfter: Duration?) -> JobOutcome {

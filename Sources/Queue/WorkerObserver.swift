@@ -5,6 +5,13 @@ public protocol WorkerObserver: Sendable {
     func jobStarted(kind: String, queue: String)
     /// A delivery ended: `outcome` is what will be recorded for it, `duration` how long its handler ran.
     func jobFinished(kind: String, queue: String, outcome: JobEnd, duration: Duration)
+    /// The same end with the job itself (its id and payload), for observers that act on a job's end (a push to its
+    /// owner). Called before the outcome is recorded, and again if a redelivery ends again.
+    func jobEnded(_ job: ReservedJob, outcome: JobEnd)
+}
+
+extension WorkerObserver {
+    public func jobEnded(_ job: ReservedJob, outcome: JobEnd) {}
 }
 
 /// How one delivery of a job ended, as observers see it.
@@ -20,6 +27,8 @@ public enum JobEnd: String, Sendable, CaseIterable {
     case handedBack = "handed_back"
     /// Cancelled by an operator (`carbscan jobs cancel`) while it ran.
     case cancelled
+    /// Not started by its kind's `start_by` time: ended without running.
+    case expired
 }
 
 extension JobOutcome {

@@ -11,7 +11,7 @@ public final class JobMetrics: WorkerObserver {
     /// A class, so a job's lookup hands out one reference, not a struct of eight to retain and release.
     final class Handles: Sendable {
         let queue: String
-        let started, succeeded, failed, retried, dead, postponed: Counter
+        let started, succeeded, failed, retried, dead, postponed, expired: Counter
         let duration: CoreMetrics.Timer
 
         init(queue: String, kind: String, factory: any MetricsFactory) {
@@ -23,6 +23,7 @@ public final class JobMetrics: WorkerObserver {
             retried = Counter(label: MetricName.jobsRetried, dimensions: labels, factory: factory)
             dead = Counter(label: MetricName.jobsDead, dimensions: labels, factory: factory)
             postponed = Counter(label: MetricName.jobsPostponed, dimensions: labels, factory: factory)
+            expired = Counter(label: MetricName.jobsExpired, dimensions: labels, factory: factory)
             duration = CoreMetrics.Timer(label: MetricName.jobDuration, dimensions: labels, factory: factory)
         }
     }
@@ -67,6 +68,9 @@ public final class JobMetrics: WorkerObserver {
             handles.failed.increment()
             handles.dead.increment()
         case .postponed: handles.postponed.increment()
+        case .expired:
+            handles.expired.increment()
+            return
         // Handed back at shutdown, or cancelled by an operator: neither a success nor a failure, its run cut short.
         case .handedBack, .cancelled: return
         }

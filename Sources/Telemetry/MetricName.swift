@@ -12,6 +12,8 @@ public enum MetricName {
     public static let jobsRetried = "carbscan_jobs_retried_total"
     public static let jobsDead = "carbscan_jobs_dead_total"
     public static let jobsPostponed = "carbscan_jobs_postponed_total"
+    /// Jobs not started by their kind's `start_by` time (they ended `expired` without running).
+    public static let jobsExpired = "carbscan_jobs_expired_total"
     public static let jobDuration = "carbscan_job_duration_seconds"
 
     public static let httpClientRequests = "carbscan_http_client_requests_total"

@@ -62,7 +62,11 @@ package struct AnalysisJob: JobKind {
 
     /// The async steps only, like ``ChatJob``'s: this frame is kept while the model thinks.
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
-        let meal = try Self.validate(await ai.complete(Estimate.self, request(parameters, ai)))
+        let request = try await request(parameters, ai)
+        await context.events.progress("image_received")
+        await context.events.progress("model_asked")
+        let meal = try Self.validate(await ai.complete(Estimate.self, request))
+        await context.events.progress("answer_parsed")
         let mealID = try await Meals(services.database).insertOnce(
             userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
         return Self.result(mealID, meal)

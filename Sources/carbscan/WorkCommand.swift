@@ -106,6 +106,8 @@ struct WorkCommand: AsyncParsableCommand {
             let counters = ProcessCounters()
             options.observers.append(counters)
             if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }
+            // Analyses and chats that end with nobody waiting are pushed to their owners' devices (jobs/push.yml).
+            if queue.catalog[PushTrigger.pushKind] != nil { options.observers.append(PushTrigger(queue: queue, logger: logger)) }
             let worker = Worker(queue: queue, registry: registry, options: options, logger: logger)
             telemetry?.addWorkerGauges(concurrency: concurrency) { worker.busy }
             let beacon = ProcessBeacon(

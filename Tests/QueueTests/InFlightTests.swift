@@ -8,7 +8,7 @@ import Testing
     static func job(_ entry: String, queue: String = "default") -> ReservedJob {
         ReservedJob(
             id: JobID.random(), queue: queue, entry: entry, kind: "noop", payload: "{}", attempt: 1, maxAttempts: 3,
-            scheduledFor: nil, enqueuedAt: Date(), isolated: false)
+            scheduledFor: nil, enqueuedAt: Date(), isolated: false, expired: false)
     }
 
     static func running(_ inFlight: InFlight, _ entry: String, deadline: ContinuousClock.Instant) -> Task<Void, Never> {

@@ -98,6 +98,13 @@ struct ChatRoutes {
     /// Seed 001's answer from the chat job. `used` (the day's count when the chat was taken) stands in for the usage a
     /// job result from before usage was stored lacks; a replay that does not know it reads today's counter.
     private func answer(_ request: Request, job id: JobID, user: User, used: Int?) async throws -> Response {
+        if JobAnswer.wantsEventStream(request) {
+            // The answer as the model writes it: the job's event stream, in this response.
+            let jobs = JobRoutes(database: database, queue: queue, waiter: waiter, authenticator: authenticator, settings: settings)
+            var headers = HTTPFields()
+            headers[.location] = "\(RouteTable.basePath)/jobs/\(id.rawValue)"
+            return jobs.eventStream(of: id, after: nil, headers: headers)
+        }
         let limit = user.tier.chatsPerDay
         return try await JobAnswer.respond(request, job: id, waiter: waiter, settings: settings) { record in
             guard let stored = try? record.result(as: ChatContract.self) else {

@@ -18,6 +18,7 @@ struct JobRoutes {
 
     func register(on api: RouteTable) {
         api.get("jobs/:id", show)
+        api.get("jobs/:id/events", events)
         api.delete("jobs/:id", cancel)
     }
 
@@ -61,11 +62,12 @@ struct JobRoutes {
                 Job(id: id.rawValue, type: waiting.kind, status: "queued", attempts: 0, enqueuedAt: waiting.acceptedAt))
         }
         guard record.owner == caller.userID else { throw APIError.notFound("Job") }
-        if wait > 0, record.status != .succeeded, record.status != .failed, record.status != .cancelled,
+        if wait > 0, !record.status.isFinal,
             let finished = try await waiter.wait(for: id, timeout: .seconds(wait))
         {
             record = finished
         }
+        if record.status.isFinal { await markSeen(record) }
         return try Envelope.success(try await answer(record))
     }
 

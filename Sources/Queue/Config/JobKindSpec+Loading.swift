@@ -6,7 +6,7 @@ extension JobKindSpec {
     static let topLevelKeys = [
         "queue", "queue_limit", "shards", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
         "schedules", "rate_limit", "payload",
-        "result",
+        "result", "events", "start_by",
     ]
 
     /// Parses one job-kind file's text.
@@ -98,6 +98,12 @@ extension JobKindSpec {
         }
         if let entry = entries["rate_limit"] {
             rateLimit = try Self.rateLimit(entry.value, reader)
+        }
+        if let entry = entries["events"] {
+            events = try reader.bool(entry.value, "events")
+        }
+        if let entry = entries["start_by"] {
+            startBy = try reader.duration(entry.value, "start_by", minimum: .seconds(1))
         }
     }
 

@@ -34,6 +34,13 @@ public struct JobKindSpec: Sendable, Equatable {
     /// What the kind's handler returns (`result:`), the shape of the generated contract's `Result`; nil when the kind
     /// declares none. Not checked at run time: the contract's types write it.
     public var resultSchema: JSONSchema?
+    /// Whether the kind's jobs keep an event log for the clients that follow them (`events: true`): their state changes,
+    /// and the `delta` and `progress` events their handler publishes (``JobEvents``), on a capped stream beside the
+    /// job's record that lives ``eventsLifetime``. Off: no cost per job.
+    public var events: Bool
+    /// A job not started within this time of its enqueue is not run (`start_by:`): it ends `expired`, and what it
+    /// reserved is given back (a question whose asker has left). nil: it waits as long as it takes.
+    public var startBy: Duration?
     /// The file the spec was loaded from (empty for specs built in code).
     public var file: String
 
@@ -63,6 +70,8 @@ public struct JobKindSpec: Sendable, Equatable {
         rateLimit: RateLimit? = nil,
         payloadSchema: JSONSchema = .anyObject,
         resultSchema: JSONSchema? = nil,
+        events: Bool = false,
+        startBy: Duration? = nil,
         file: String = ""
     ) {
         self.name = name
@@ -80,7 +89,15 @@ public struct JobKindSpec: Sendable, Equatable {
         self.rateLimit = rateLimit
         self.payloadSchema = payloadSchema
         self.resultSchema = resultSchema
+        self.events = events
+        self.startBy = startBy
         self.file = file
+    }
+
+    /// How long a job's event log is kept after its last event: the kind's retention of a succeeded job, at least 10
+    /// minutes (a client that reconnects finds its events), nil for kinds without `events: true`.
+    public var eventsLifetime: Duration? {
+        events ? max(retention.succeeded, .seconds(600)) : nil
     }
 
     /// Whether `text` is a valid kind name.

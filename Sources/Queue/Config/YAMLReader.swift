@@ -104,6 +104,14 @@ struct YAMLReader {
         return value
     }
 
+    /// `true` or `false` (YAML 1.2's core booleans; `yes`/`no` are strings there, and refused).
+    func bool(_ node: Node, _ path: String) throws(ConfigError) -> Bool {
+        guard case .scalar(let scalar) = node, scalar.kind == .bool, let value = node.bool else {
+            throw error(node, path, "expected true or false, got \(describe(node))")
+        }
+        return value
+    }
+
     func number(_ node: Node, _ path: String, expected: String) throws(ConfigError) -> Double {
         if case .scalar(let scalar) = node, scalar.kind == .int || scalar.kind == .float,
             let value = node.float, value.isFinite

@@ -17,13 +17,13 @@ public final class ProcessCounters: WorkerObserver {
     public func jobStarted(kind: String, queue: String) {}
 
     /// Counts successes as done, retried and dead deliveries as failed, each with its run time; postponed, handed
-    /// back and cancelled deliveries are neither.
+    /// back, cancelled and expired deliveries are neither.
     public func jobFinished(kind: String, queue: String, outcome: JobEnd, duration: Duration) {
         let succeeded: Bool
         switch outcome {
         case .succeeded: succeeded = true
         case .retried, .dead: succeeded = false
-        case .postponed, .handedBack, .cancelled: return
+        case .postponed, .handedBack, .cancelled, .expired: return
         }
         let minute = JobHistory.minute(of: Date())
         let ms = Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)

@@ -32,6 +32,10 @@ enum JobField: String, CaseIterable {
     case waits
     /// Set on a running job an operator cancelled: the retention (ms) of its record once it ends as cancelled.
     case cancel = "cncl"
+    /// The lifetime (ms) of the job's event log, for kinds with `events: true`: each state change is appended to it.
+    case events = "ev"
+    /// When (ms) the job must have started by (`start_by:`): a later start ends it `expired` instead.
+    case startBy = "sby"
     /// Only in a stream entry: the job's id.
     case id
 

@@ -33,7 +33,9 @@ if not f[1] then
   return 'queued'
 end
 local status = f[2] or 'queued'
-if status == 'succeeded' or status == 'failed' or status == 'cancelled' then return 'finished ' .. status end
+if status == 'succeeded' or status == 'failed' or status == 'cancelled' or status == 'expired' then
+  return 'finished ' .. status
+end
 if status == 'running' then
   redis.call('HSET', key, 'cncl', ARGV[4])
   return 'running ' .. (f[3] or '')

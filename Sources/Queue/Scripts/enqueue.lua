@@ -1,7 +1,8 @@
 -- KEYS: stream, scheduled, cron. ARGV: prefix, count, then per job:
 -- id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode, owner,
 -- reservation, given ('1': the producer chose the id, e.g. a transactional outbox's relay, so a second enqueue of it
--- while its record lives is a duplicate of itself).
+-- while its record lives is a duplicate of itself), events (the event log's lifetime in ms for kinds with
+-- `events: true`, else empty), startBy (ms from now within which it must start, else empty).
 -- Returns per job: the id, `dup:<id of the holder>` for a taken unique key or a given id already enqueued, or `skip`
 -- for a cron fire already done.
 -- Includes only the clock, not the helpers: an API request enqueues one job per call, and defining the helpers was a
@@ -14,11 +15,11 @@ local prefix, n = ARGV[1], tonumber(ARGV[2])
 local now = nil
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 14
+  local b = 2 + i * 16
   local id, kind, payload, max, vis = ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4], ARGV[b+5]
   local delay, ukey, uttl = tonumber(ARGV[b+6]), ARGV[b+7], ARGV[b+8]
   local cronName, fire, cronMode, owner = ARGV[b+9], ARGV[b+10], ARGV[b+11], ARGV[b+12]
-  local reservation, given = ARGV[b+13], ARGV[b+14]
+  local reservation, given, events, startBy = ARGV[b+13], ARGV[b+14], ARGV[b+15], ARGV[b+16]
   local result = id
   if given == '1' and redis.call('EXISTS', prefix .. 'job:' .. id) == 1 then result = 'dup:' .. id end
   if cronName ~= '' then
@@ -46,6 +47,11 @@ for i = 0, n - 1 do
     if owner ~= '' then fields[#fields + 1] = 'owner'; fields[#fields + 1] = owner end
     if reservation ~= '' then fields[#fields + 1] = 'resv'; fields[#fields + 1] = reservation end
     if cronName ~= '' then fields[#fields + 1] = 'fire'; fields[#fields + 1] = fire end
+    if events ~= '' then fields[#fields + 1] = 'ev'; fields[#fields + 1] = events end
+    if startBy ~= '' then
+      now = now or nowMs()
+      fields[#fields + 1] = 'sby'; fields[#fields + 1] = int(now + tonumber(startBy))
+    end
     if delay > 0 then
       now = now or nowMs()
       fields[#fields + 1] = 'enq'; fields[#fields + 1] = int(now)
@@ -56,6 +62,13 @@ for i = 0, n - 1 do
       fields[#fields + 1] = 'enq'; fields[#fields + 1] = string.match(entry, '^%d+')
     end
     redis.call('HSET', prefix .. 'job:' .. id, unpack(fields))
+    if events ~= '' then
+      -- Its event log starts with its first state; followers already waiting are woken.
+      local log = prefix .. 'job:' .. id .. ':ev'
+      redis.call('XADD', log, 'MAXLEN', '~', '1000', '*', 'type', 'state', 'status', 'queued', 'attempt', '0')
+      redis.call('PEXPIRE', log, events)
+      redis.call('SPUBLISH', prefix .. 'events', id .. ' queued')
+    end
   end
   table.insert(out, result)
 end

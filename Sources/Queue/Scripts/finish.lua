@@ -36,7 +36,7 @@ for i = 5, #ARGV, 5 do
   local id, entry, outcome, text, msText = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
   local ms = tonumber(msText)
   local key = prefix .. 'job:' .. id
-  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl', 'resv')
+  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl', 'resv', 'ev')
   -- Only the delivery that holds the job may change it: a late answer from a worker whose lease
   -- expired (the job was handed to another) must not overwrite the newer state.
   if f[1] == 'running' and f[3] == entry then
@@ -48,6 +48,7 @@ for i = 5, #ARGV, 5 do
     if outcome == 'ok' then
       succeeded = succeeded + 1
       noteSettlement(prefix, id, 'charge', f[5])
+      logState(prefix, id, f[6], 'succeeded', f[2])
       if ms > 0 then
         -- Kept for retention: what the job was, who ran it and how it ended. The delivery fields (the
         -- stream entry, attempt limit and lease, the last error and retry time) go.
@@ -66,6 +67,7 @@ for i = 5, #ARGV, 5 do
       retried = retried + 1
       redis.call('HSET', key, 'status', 'retrying', 'err', text, 'runAt', now + ms)
       pushHistory(key, tonumber(f[2]), now, text)
+      logState(prefix, id, f[6], 'retrying', f[2])
       redis.call('ZADD', retryKey, now + ms, id)
       if listening then redis.call('SPUBLISH', prefix .. 'events', id .. ' retrying') end
     elseif outcome == 'dead' then
@@ -78,6 +80,7 @@ for i = 5, #ARGV, 5 do
       redis.call('HINCRBY', key, 'attempts', -1)
       redis.call('HSET', key, 'status', 'retrying', 'err', text, 'runAt', int(now + delay))
       pushHistory(key, tonumber(f[2]), now, text)
+      logState(prefix, id, f[6], 'retrying', f[2])
       redis.call('ZADD', retryKey, now + delay, id)
       if listening then redis.call('SPUBLISH', prefix .. 'events', id .. ' retrying') end
     elseif outcome == 'cancel' then

@@ -41,14 +41,24 @@ local function noteSettlement(prefix, id, how, reservation)
     redis.call('XADD', prefix .. 'settle', 'MAXLEN', '~', '1000000', '*', 'id', id, 'how', how, 'resv', reservation)
   end
 end
+-- Appends a state change to the job's event log, for kinds that keep one (`events`: the record's `ev`, the log's
+-- lifetime in ms); the followers are woken by the completion event the caller publishes, or by `wake`.
+local function logState(prefix, id, events, status, attempt, wake)
+  if not events then return end
+  local log = prefix .. 'job:' .. id .. ':ev'
+  redis.call('XADD', log, 'MAXLEN', '~', '1000', '*', 'type', 'state', 'status', status, 'attempt', attempt or '0')
+  redis.call('PEXPIRE', log, events)
+  if wake then redis.call('SPUBLISH', prefix .. 'events', id .. ' ' .. status) end
+end
 -- Moves a job to the dead set with its last error. The dead set is capped by count and age:
 -- the oldest entries go first, with their records, so it never grows without bound.
 local function bury(prefix, deadKey, statsKey, id, now, message, retention, cap, maxAge)
   local key = prefix .. 'job:' .. id
-  local f = redis.call('HMGET', key, 'attempts', 'resv')
+  local f = redis.call('HMGET', key, 'attempts', 'resv', 'ev')
   local attempts = tonumber(f[1] or '0')
   redis.call('HSET', key, 'status', 'failed', 'fin', now, 'err', message)
   noteSettlement(prefix, id, 'release', f[2])
+  logState(prefix, id, f[3], 'failed', f[1])
   pushHistory(key, attempts, now, message)
   if retention > 0 then redis.call('PEXPIRE', key, retention) end
   redis.call('ZADD', deadKey, now, id)
@@ -67,11 +77,12 @@ end
 -- Ends a job as cancelled by an operator (`carbscan jobs cancel`): it does not run (again). Its unique key is
 -- released if it still holds it, and its record kept `retention` ms. The stats count it apart from failures.
 local function cancelJob(prefix, statsKey, key, id, now, retention)
-  local f = redis.call('HMGET', key, 'unique', 'resv')
+  local f = redis.call('HMGET', key, 'unique', 'resv', 'ev', 'attempts')
   local ukey = f[1]
   if ukey and redis.call('GET', prefix .. 'unique:' .. ukey) == id then redis.call('DEL', prefix .. 'unique:' .. ukey) end
   redis.call('HSET', key, 'status', 'cancelled', 'fin', int(now), 'err', 'cancelled by an operator')
   noteSettlement(prefix, id, 'release', f[2])
+  logState(prefix, id, f[3], 'cancelled', f[4])
   redis.call('HDEL', key, 'entry', 'runAt', 'cncl')
   if retention > 0 then redis.call('PEXPIRE', key, retention) end
   redis.call('HINCRBY', statsKey, 'cancelled', 1)
@@ -79,13 +90,25 @@ local function cancelJob(prefix, statsKey, key, id, now, retention)
     redis.call('SPUBLISH', prefix .. 'events', id .. ' cancelled')
   end
 end
+-- Ends a job that was not started by its `start_by` time (its record's `sby`): it does not run. What it reserved is
+-- given back, its record is kept `retention` ms, and the stats count it apart from failures.
+local function expire(prefix, statsKey, key, id, now, retention, reservation, events, attempts)
+  redis.call('HSET', key, 'status', 'expired', 'fin', int(now), 'err', 'not started within its start_by time')
+  redis.call('HDEL', key, 'entry', 'runAt')
+  noteSettlement(prefix, id, 'release', reservation)
+  logState(prefix, id, events, 'expired', attempts)
+  if retention > 0 then redis.call('PEXPIRE', key, retention) end
+  redis.call('HINCRBY', statsKey, 'expired', 1)
+  redis.call('SPUBLISH', prefix .. 'events', id .. ' expired')
+end
 -- The job an entry carries ({kind, payload, max, vis}), or nil when it only names one (`id`).
 local function carried(flat)
   if #flat <= 2 then return nil end
   local f = fieldsOf(flat)
   return {f['kind'], f['payload'], f['max'], f['vis']}
 end
--- The 9 fields the worker reads per started job (the last: '1' when the job runs isolated, see start).
+-- The 9 fields the worker reads per started job (the last: '1' when the job runs isolated, see start; 'e' when it
+-- expired instead of starting: the worker only reports its end).
 local function started(out, id, entry, kind, payload, attempts, max, fire, enq, isolated)
   local n = #out
   out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, kind, payload
@@ -140,9 +163,15 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
         'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', '1')
       started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
     else
-      local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost', 'cncl')
-      if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' or f[4] == 'cancelled' then
+      local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost', 'cncl',
+        'sby', 'ev', 'resv')
+      if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' or f[4] == 'cancelled' or f[4] == 'expired' then
         redis.call('XACK', stream, group, entry)
+      elseif f[10] and now > tonumber(f[10]) and not f[9] then
+        -- Waited past its start_by time: whoever wanted it has left.
+        redis.call('XACK', stream, group, entry)
+        expire(prefix, statsKey, key, id, now, deadRetention, f[12], f[11], f[7])
+        started(out, id, entry, f[1], f[2], tonumber(f[7] or '0'), tonumber(f[3]), f[5] or '', f[6] or '', 'e')
       elseif f[9] then
         -- Cancelled while it ran (its worker died or handed it back since): it does not run again.
         redis.call('XACK', stream, group, entry)
@@ -170,6 +199,7 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
           end
           redis.call('HSET', key, 'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry,
             'attempts', int(attempts))
+          logState(prefix, id, f[11], 'running', int(attempts), true)
           started(out, id, entry, f[1], f[2], attempts, max, f[5] or '', f[6] or '', isolated)
         end
       end
