@@ -45,7 +45,7 @@ jwks=$!
 # Every provider configured (an unconfigured one answers 503 by design); rate limits out of the fuzzer's way.
 # A worker runs the default queue (device registrations answer when their job has run); the other queues' jobs stay
 # queued, and POST analyze, chat and subscriptions/sync answer 202 at once.
-export DATABASE_URL=${DATABASE_URL%/*}/$database CARBSCAN_PREFIX=$prefix LOG_LEVEL=warning SYNC_WAIT_SECONDS=0
+export DATABASE_URL=${DATABASE_URL%/*}/$database CARBSCAN_PREFIX=$prefix LOG_LEVEL=warning SYNC_WAIT_SECONDS=0 EVENT_STREAM_MAX_SECONDS=1
 export JWT_SECRET=$(openssl rand -hex 32) BCRYPT_COST=4 SESSION_CACHE_SECONDS=0
 export LOGIN_MAX_FAILURES=1000000 LOGIN_MAX_ATTEMPTS_PER_IP=1000000 MAGIC_LINK_MAX_PER_EMAIL=1000000 MAGIC_LINK_MAX_PER_IP=1000000
 export APPLE_CLIENT_ID=com.carbscan.app APPLE_JWKS_URL=http://127.0.0.1:$jwks_port/keys

@@ -31,6 +31,7 @@ extension APIDependencies {
         dependencies.trustedProxies = settings.trustedProxies
         dependencies.syncWait = settings.syncWait
         dependencies.eventHeartbeat = settings.eventHeartbeat
+        dependencies.eventStreamMaxDuration = settings.eventStreamMaxDuration
         dependencies.idleTimeout = settings.idleTimeout
         dependencies.scanResetTimeZone = settings.scanResetTimeZone
         dependencies.photoRetention = settings.photoRetention

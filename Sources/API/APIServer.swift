@@ -34,6 +34,9 @@ package struct APIDependencies: Sendable {
     /// How often an idle event stream (`jobs/{id}/events`) sends a comment, so proxies keep it open
     /// (`EVENT_STREAM_HEARTBEAT_SECONDS`, default 15).
     package var eventHeartbeat: Duration = .seconds(15)
+    /// The longest one event stream lasts before it ends and the client reconnects with `Last-Event-ID`
+    /// (`EVENT_STREAM_MAX_SECONDS`, default 600): connections are rebalanced, and a forgotten client is dropped.
+    package var eventStreamMaxDuration: Duration = .seconds(600)
     /// A connection that sends no complete request part (headers, a body chunk) for this long is closed
     /// (`HTTP_IDLE_TIMEOUT_SECONDS`, default 30): idle keep-alives, bodies that never finish, and headers sent a byte
     /// at a time (a part counts only once it is whole). A request being answered (a long-poll) is never cut.
@@ -106,7 +109,8 @@ package enum APIServer {
         InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
         SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
         let results = ResultSettings(
-            syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone, eventHeartbeat: dependencies.eventHeartbeat)
+            syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone, eventHeartbeat: dependencies.eventHeartbeat,
+            eventStreamMaxDuration: dependencies.eventStreamMaxDuration)
         ChatRoutes(
             database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results,
             idempotency: idempotency

@@ -11,6 +11,8 @@ package struct APISettings: Sendable {
     package var syncWait: Duration = .seconds(8)
     /// `EVENT_STREAM_HEARTBEAT_SECONDS` (over 0, at most 300).
     package var eventHeartbeat: Duration = .seconds(15)
+    /// `EVENT_STREAM_MAX_SECONDS` (at least 1, at most 86400).
+    package var eventStreamMaxDuration: Duration = .seconds(600)
     /// `HTTP_IDLE_TIMEOUT_SECONDS` (over 0, at most 3600).
     package var idleTimeout: Duration = .seconds(30)
     /// `SCAN_RESET_TIMEZONE`.

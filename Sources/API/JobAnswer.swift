@@ -9,6 +9,8 @@ struct ResultSettings: Sendable {
     var scanResetTimeZone: TimeZone
     /// How often an idle event stream sends a heartbeat comment.
     var eventHeartbeat: Duration = .seconds(15)
+    /// How long one event stream lasts at most (the client resumes with `Last-Event-ID`).
+    var eventStreamMaxDuration: Duration = .seconds(600)
 }
 
 /// The answer of an endpoint that runs a job: the finished job's own body (200) when it finishes within the

@@ -57,6 +57,7 @@ struct ConfigCommand: AsyncParsableCommand {
                     ("LOGIN_MAX_FAILURES", "\(api.maxLoginFailures)"), ("LOGIN_MAX_ATTEMPTS_PER_IP", "\(api.maxLoginAttemptsPerIP)"),
                     ("SYNC_WAIT_SECONDS", Self.seconds(api.syncWait)), ("HTTP_IDLE_TIMEOUT_SECONDS", Self.seconds(api.idleTimeout)),
                     ("EVENT_STREAM_HEARTBEAT_SECONDS", Self.seconds(api.eventHeartbeat)),
+                    ("EVENT_STREAM_MAX_SECONDS", Self.seconds(api.eventStreamMaxDuration)),
                     ("SCAN_RESET_TIMEZONE", api.scanResetTimeZone.identifier),
                     ("STRIPE_WEBHOOK_SECRET", api.stripeWebhookSecret == nil ? "(unset: webhooks/stripe answers 503)" : "set"),
                     (

@@ -12,7 +12,8 @@ import Queue
 /// kinds that produce output as they go, `delta` (`{"text": …}`, a chat answer's next piece) and `progress`
 /// (`{"step": …}`). Every event has an id: a client that reconnects with `Last-Event-ID` gets exactly the events after
 /// it. A stream for a finished job replays its events and ends; an idle one sends a comment every
-/// `EVENT_STREAM_HEARTBEAT_SECONDS`; a shutdown ends it (the client reconnects elsewhere with `Last-Event-ID`).
+/// `EVENT_STREAM_HEARTBEAT_SECONDS`; a shutdown, or `EVENT_STREAM_MAX_SECONDS`, ends it (the client reconnects,
+/// maybe to another process, with `Last-Event-ID`).
 extension JobRoutes {
     func events(_ request: Request, _ context: APIContext) async throws -> Response {
         let caller = try await authenticator.principal(request)
@@ -71,6 +72,7 @@ struct JobEventStream: Sendable {
         defer { follower.end() }
         let log = JobEventLog(redis: queue.redis, prefix: queue.options.prefix)
         let heartbeat = routes.settings.eventHeartbeat
+        let end = ContinuousClock.now + routes.settings.eventStreamMaxDuration
         var last = last
         var queueName: String?
         var sentStatus: JobStatus?
@@ -114,9 +116,12 @@ struct JobEventStream: Sendable {
                 // Still in the outbox: the relay enqueues it within seconds.
                 wait = min(wait, .seconds(1))
             }
-            switch await follower.next(timeout: wait) {
+            let left = end - .now
+            // Past its longest life the stream ends; the client reconnects (with `Last-Event-ID`), maybe elsewhere.
+            if left <= .zero { return }
+            switch await follower.next(timeout: min(wait, left)) {
             case .news: continue
-            case .timeout: if wait == heartbeat { try await writer.write(ServerSentEvents.heartbeat) }
+            case .timeout: if wait == heartbeat && .now < end { try await writer.write(ServerSentEvents.heartbeat) }
             case .stopped: return
             }
         }

@@ -23,6 +23,7 @@ extension APISettings {
         maxLoginAttemptsPerIP = try environment.integer("LOGIN_MAX_ATTEMPTS_PER_IP", default: maxLoginAttemptsPerIP, in: 1...1_000_000_000)
         syncWait = try environment.seconds("SYNC_WAIT_SECONDS", default: syncWait, in: 0...30)
         eventHeartbeat = try environment.seconds("EVENT_STREAM_HEARTBEAT_SECONDS", default: eventHeartbeat, in: 0.01...300)
+        eventStreamMaxDuration = try environment.seconds("EVENT_STREAM_MAX_SECONDS", default: eventStreamMaxDuration, in: 1...86_400)
         idleTimeout = try environment.seconds("HTTP_IDLE_TIMEOUT_SECONDS", default: idleTimeout, in: 0.001...3600)
         scanResetTimeZone = try environment.timeZone("SCAN_RESET_TIMEZONE", default: scanResetTimeZone)
         loginWebhookConfigured = environment.text("LOGIN_WEBHOOK_URL") != nil

@@ -23,7 +23,7 @@ public struct UnexpectedResultError: Error, CustomStringConvertible, Sendable {
 extension Client {
     /// Follows a 202 (`Location: /api/mobile/v1/jobs/{id}`, or the `jobId` in its body) to the job's end: long-polls
     /// `GET jobs/{id}?wait=` (30 s at a time) until it has succeeded, and returns it. Throws `JobFailedError` when
-    /// the job failed (or was cancelled), `UnexpectedAnswerError` for any other answer. A status this client does
+    /// the job failed (or was cancelled, or expired), `UnexpectedAnswerError` for any other answer. A status this client does
     /// not know yet counts as not finished.
     public func waitForJob(_ id: String, timeout: Duration = .seconds(120)) async throws -> Components.Schemas.Job {
         let deadline = ContinuousClock.now + timeout
@@ -37,7 +37,7 @@ extension Client {
             let job = try ok.body.json.value2.data
             switch job.status.value1 {
             case .succeeded: return job
-            case .failed, .cancelled: throw JobFailedError(job: job)
+            case .failed, .cancelled, .expired: throw JobFailedError(job: job)
             case .queued, .running, .retrying, nil:
                 if ContinuousClock.now >= deadline { throw CancellationError() }
             }
