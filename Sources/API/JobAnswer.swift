@@ -67,9 +67,22 @@ enum JobAnswer {
 }
 
 extension JobAnswer {
-    /// Whether the client asked for the job's event stream (`Accept: text/event-stream`) rather than the JSON answer.
+    /// Whether the client prefers the job's event stream (`Accept: text/event-stream`) to the JSON answer: it must rank
+    /// the stream above JSON (`application/json`, or a wildcard that covers it). A client that accepts both equally
+    /// (the generated client sends `application/json, text/event-stream`) gets the seed's JSON.
     static func wantsEventStream(_ request: Request) -> Bool {
-        request.headers[values: .accept].contains { $0.lowercased().contains("text/event-stream") }
+        var stream = 0.0
+        var json = 0.0
+        for range in request.headers[values: .accept].flatMap({ $0.split(separator: ",") }) {
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            switch parts.first ?? "" {
+            case "text/event-stream": stream = max(stream, quality)
+            case "application/json", "application/*", "*/*": json = max(json, quality)
+            default: break
+            }
+        }
+        return stream > json
     }
 }
 

@@ -121,6 +121,52 @@ import Testing
         }
     }
 
+    /// The app's flow for an answer it shows as it is written: a chat accepted with 202, then its event stream through
+    /// the generated client. The server ends each stream after a second (`EVENT_STREAM_MAX_SECONDS`), as a dropped
+    /// connection would, while the model takes three: the client reconnects with `Last-Event-ID` and gets every event
+    /// once, in order, through to the answer.
+    @Test func anAppFollowsAChatOnItsEventStreamAcrossReconnections() async throws {
+        let model = try await OpenAIServer.start(fallback: .slow(.seconds(3), .json(Self.answer)))
+        defer { model.stop() }
+        let environment = ["AI_BASE_URL": model.baseURL, "AI_API_KEY": "sk-test", "EVENT_STREAM_MAX_SECONDS": "1"]
+        try await Self.withLiveAPI(environment: environment, worker: true) { serverURL in
+            let store = InMemoryTokenStore()
+            let client = Client.carbScan(serverURL: serverURL, tokenStore: store)
+            let registered = try await client.registerAccount(
+                body: .json(.init(email: "stream-\(UUID().uuidString.prefix(6))@example.com", password: "correct horse")))
+            await store.save(SessionTokens(try registered.created.body.json.value2.data))
+            let accepted = try await client.sendChatMessage(
+                headers: .init(prefer: "respond-async"), body: .json(.init(message: "Carbs in rice?")))
+            let jobID = try accepted.accepted.body.json.value2.data.jobId
+            let seen = Events()
+            let job = try await client.followJob(jobID) { event in await seen.add(event) }
+            let events = await seen.all
+            #expect(job.status.value1 == .succeeded)
+            guard case .ChatAnswer(let answer) = job.result?.value1 else {
+                Issue.record("the last event has no chat answer: \(events.map(\.name))")
+                return
+            }
+            #expect(answer.response == "A cup of cooked rice has about 45 g of carbohydrates.")
+            let states = events.map(\.name).filter { $0 != "delta" }
+            #expect(states == ["queued", "running", "succeeded"], "\(events.map(\.name))")
+            let ids = events.compactMap(\.id)
+            #expect(ids.count == events.count && Set(ids).count == ids.count, "an event came twice or without an id")
+            // The model took 3 s and each stream lives 1 s: the events came over at least two reconnections.
+            #expect(await seen.span >= .seconds(2))
+        }
+    }
+
+    actor Events {
+        var all: [JobStreamEvent] = []
+        var times: [ContinuousClock.Instant] = []
+        func add(_ event: JobStreamEvent) {
+            all.append(event)
+            times.append(.now)
+        }
+        /// The time from the first event to the last.
+        var span: Duration { (times.last ?? .now) - (times.first ?? .now) }
+    }
+
     /// With `REFRESH_TOKEN_ROTATION` each refresh returns a new refresh token and uses up the one sent (no reuse
     /// interval here): the client stores each new one, or its next refresh would be refused and sign the user out.
     /// Three refreshes in a row, one asked for, one on a 401 `TOKEN_EXPIRED`, one ahead of the access token's expiry.
