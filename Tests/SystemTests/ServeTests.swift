@@ -100,6 +100,52 @@ import Testing
         }
     }
 
+    /// A job's event stream outlives `HTTP_IDLE_TIMEOUT_SECONDS` (its heartbeats keep it, and proxies, going); SIGTERM
+    /// ends it cleanly (a whole chunked response, curl exits 0) and the process exits; a client that reconnects to
+    /// another `serve` with `Last-Event-ID` gets nothing twice.
+    @Test func anEventStreamOutlivesTheIdleTimeoutAndEndsCleanlyOnSIGTERM() async throws {
+        try await withScratchDatabase { url in
+            let environment = [
+                "DATABASE_URL": url, "JWT_SECRET": String(repeating: "s", count: 40), "HTTP_IDLE_TIMEOUT_SECONDS": "1",
+                "EVENT_STREAM_HEARTBEAT_SECONDS": "0.3", "CARBSCAN_PREFIX": "sse-\(UUID().uuidString.prefix(8))",
+            ]
+            let port = CarbScanBinary.freePort()
+            let server = try CarbScanBinary.start(["serve", "--port", String(port), "--migrate"], environment: environment)
+            defer { server.signal(SIGKILL) }
+            let api = ServeClient(port: port, preferAsync: true)
+            #expect(try await eventually(timeout: .seconds(30)) { (try? await api.call("GET", "health"))?.0 == 200 })
+            let (_, session) = try await api.call(
+                "POST", "auth/register", json: #"{"email":"stream@example.com","password":"correct horse"}"#)
+            let token = try #require(session["accessToken"] as? String)
+            let (accepted, job) = try await api.call("POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#)
+            #expect(accepted == 202)
+            let jobID = try #require(job["jobId"] as? String)
+            let stream = try EventStreamClient(api.base + "jobs/\(jobID)/events", token: token)
+            defer { stream.stop() }
+            // Three idle timeouts pass: the stream is still open, beating.
+            try await Task.sleep(for: .seconds(3))
+            #expect(!stream.ended && stream.comments.count >= 5, "\(stream.text)")
+            #expect(stream.events.map(\.name) == ["queued"])
+            let signalled = ContinuousClock.now
+            server.signal(SIGTERM)
+            #expect(try await stream.waitForEnd(timeout: .seconds(10)))
+            #expect(stream.statusLine?.hasPrefix("200 ") == true, "curl saw a cut response: \(stream.text)")
+            #expect(await server.waitForExit(timeout: .seconds(10)) == 0)
+            #expect(ContinuousClock.now - signalled < .seconds(8))
+
+            let other = CarbScanBinary.freePort()
+            let second = try CarbScanBinary.start(["serve", "--port", String(other)], environment: environment)
+            defer { second.signal(SIGKILL) }
+            let secondAPI = ServeClient(port: other)
+            #expect(try await eventually(timeout: .seconds(30)) { (try? await secondAPI.call("GET", "health"))?.0 == 200 })
+            let lastID = try #require(stream.events.last?.id)
+            let resumed = try EventStreamClient(
+                secondAPI.base + "jobs/\(jobID)/events", token: token, headers: ["Last-Event-ID": lastID], maxTime: 2)
+            #expect(try await resumed.waitForEnd())
+            #expect(resumed.events.isEmpty && resumed.comments.count >= 3, "\(resumed.text)")
+        }
+    }
+
     /// Abusive clients: a connection that sends its headers a few bytes at a time, one that stops in the middle of its
     /// body and one left idle after a request are closed after HTTP_IDLE_TIMEOUT_SECONDS, while others are answered.
     @Test func slowAndIdleConnectionsAreClosedAfterTheIdleTimeout() async throws {
