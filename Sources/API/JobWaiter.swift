@@ -228,6 +228,8 @@ package final class JobFollower: Sendable {
         var stopped = false
         var continuation: CheckedContinuation<Wake, Never>?
         var generation = 0
+        /// The pending wait's timeout, cancelled when news ends the wait first (thousands of streams wake often).
+        var timer: Task<Void, Never>?
     }
 
     fileprivate let id: String
@@ -255,35 +257,49 @@ package final class JobFollower: Sendable {
                 return (nil, state.generation)
             }
             if let now { return continuation.resume(returning: now) }
-            Task {
+            let timer = Task {
                 try? await Task.sleep(for: timeout)
                 self.resume(.timeout, generation: generation)
+            }
+            state.withLock { state in
+                if state.generation == generation, state.continuation != nil { state.timer = timer } else { timer.cancel() }
             }
         }
     }
 
     fileprivate func wake() {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
+        let (continuation, timer) = state.withLock { state in
+            defer {
+                state.continuation = nil
+                state.timer = nil
+            }
             if state.continuation == nil { state.pending = true }
-            return state.continuation
+            return (state.continuation, state.timer)
         }
+        timer?.cancel()
         continuation?.resume(returning: .news)
     }
 
     fileprivate func stop() {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
+        let (continuation, timer) = state.withLock { state in
+            defer {
+                state.continuation = nil
+                state.timer = nil
+            }
             state.stopped = true
-            return state.continuation
+            return (state.continuation, state.timer)
         }
+        timer?.cancel()
         continuation?.resume(returning: .stopped)
     }
 
     private func resume(_ wake: Wake, generation: Int) {
         let continuation = state.withLock { state -> CheckedContinuation<Wake, Never>? in
             guard state.generation == generation else { return nil }
-            defer { state.continuation = nil }
+            defer {
+                state.continuation = nil
+                state.timer = nil
+            }
             return state.continuation
         }
         continuation?.resume(returning: wake)
