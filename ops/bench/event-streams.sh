@@ -72,8 +72,11 @@ streams, jobs, idle, held, after, threads = (int(x) for x in sys.argv[1:7])
 ready, spread, missing, out = float(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9]), sys.argv[10]
 def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
-machine = (f"{sh(\"lscpu | sed -n 's/^Model name: *//p'\")}, {sh('nproc')} cores, {sh(\"free -g | awk '/Mem:/{print $2}'\")} GiB, "
-           f"{platform.system()} {platform.release()}, {sh('swift --version 2>&1 | head -1')}, Redis {sh('redis-server --version').split()[2][2:]}")
+cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
+memory = sh("free -g | awk '/Mem:/{print $2}'")
+swift = sh("swift --version 2>&1 | head -1")
+redis = sh("redis-server --version").split()[2][2:]
+machine = f"{cpu}, {sh('nproc')} cores, {memory} GiB, {platform.system()} {platform.release()}, {swift}, Redis {redis}"
 per_stream = (held - idle) / streams
 lines = [f"# Event streams, {datetime.date.today().isoformat()}", "", f"Machine: {machine}.", "",
          f"`ops/bench/event-streams.sh --streams {streams} --jobs {jobs}`: one `carbscan serve` (release build, default settings); "
