@@ -2,6 +2,7 @@ import Logging
 import Mail
 import OutboundHTTP
 import Postgres
+import Push
 import Queue
 import Redis
 
@@ -36,10 +37,12 @@ package struct WorkerServices: Sendable {
     package var logger: Logger
     /// Sends the `email` kind's mail (`SMTP_URL`); nil: those jobs die with a configuration error.
     package var mailer: SMTPMailer?
+    /// Sends the `push` kind's notifications (`APNS_*`); nil: pushes are off and those jobs end sending nothing.
+    package var push: APNsClient?
 
     package init(
         redis: RedisClient, prefix: String, catalog: JobCatalog, database: PostgresClient, http: HTTPClient, settings: WorkerSettings,
-        logger: Logger, mailer: SMTPMailer? = nil
+        logger: Logger, mailer: SMTPMailer? = nil, push: APNsClient? = nil
     ) {
         self.redis = redis
         self.prefix = prefix
@@ -49,5 +52,6 @@ package struct WorkerServices: Sendable {
         self.settings = settings
         self.logger = logger
         self.mailer = mailer
+        self.push = push
     }
 }

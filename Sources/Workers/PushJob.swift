@@ -1,0 +1,116 @@
+import Foundation
+import JSON
+import JobContracts
+import OutboundHTTP
+import Push
+import Queue
+import Store
+
+/// The `push` kind (jobs/push.yml): tells the owner's iOS devices through APNs that an analysis or chat has ended,
+/// unless a request of theirs was answered with its result already (the job's seen mark, set by the API).
+///
+/// At most one push per device per job, however often the job runs: each device is claimed in `push_deliveries`
+/// before its push is sent, and the claim is given back only when APNs surely did not take the push (429, 5xx, no
+/// connection), so that a later attempt sends it. A call whose fate is unknown (a timeout, a connection lost
+/// mid-call) keeps its claim: a push lost is better than one shown twice. APNs' 410 (and 400 `BadDeviceToken`)
+/// deletes the device; a 403 means the provider token or key is wrong: said once per process, the job dead at once.
+/// Android devices are not pushed (FCM is not implemented).
+package struct PushJob: JobKind {
+    package typealias Contract = PushContract
+
+    let services: WorkerServices
+    /// Whether this process has already said that APNs refuses its provider token (said once, not per job).
+    private let providerTokenRefused = Notice()
+
+    package init(services: WorkerServices) {
+        self.services = services
+    }
+
+    package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
+        guard let jobID = JobID(rawValue: parameters.jobId), let jobUUID = UUID(uuidString: parameters.jobId) else {
+            throw JobFailure.permanent("jobId is not a UUID")
+        }
+        let seen = QueueKeys(prefix: services.prefix, queue: parameters.queue).resultSeen(jobID)
+        if try await services.redis.send(["EXISTS", seen]).int == 1 { return .init(sent: 0, skipped: "seen") }
+        guard let apns = services.push else { return .init(sent: 0, skipped: "not configured") }
+
+        let deliveries = PushDeliveries(services.database)
+        let notification = Self.notification(parameters)
+        var result = Contract.Result(sent: 0)
+        var retries: [String] = []
+        var retryAfter: Duration?
+        for device in try await deliveries.unclaimedDevices(jobID: jobUUID, userID: parameters.userId) {
+            // The token first: a claim is never held by an attempt that waits (or is cancelled) before sending.
+            try await services.acquire(forKind: Self.name)
+            guard try await deliveries.claim(jobID: jobUUID, deviceID: device.id) else { continue }
+            let answer: APNsAnswer
+            do {
+                answer = try await apns.send(notification, to: device.token)
+            } catch let error as HTTPClientError {
+                switch error.code {
+                case .connect, .tls, .shutdown:
+                    // The push never left: another attempt sends it.
+                    try await deliveries.release(jobID: jobUUID, deviceID: device.id)
+                    retries.append("APNs unreachable: \(error.message)")
+                case .timeout, .transport, .cancelled, .responseTooLarge, .invalidURL, .invalidRequest:
+                    // It may have reached APNs: the claim stays, and no attempt sends it again.
+                    context.logger.warning(
+                        "a push ended without an answer; it is not sent again", metadata: ["device": "\(device.id)", "error": "\(error)"])
+                }
+                continue
+            }
+            switch answer.verdict {
+            case .accepted:
+                try await deliveries.accepted(jobID: jobUUID, deviceID: device.id, apnsID: answer.apnsID)
+                result.sent += 1
+            case .unregistered:
+                try await Devices(services.database).remove(id: device.id, unregisteredAt: answer.unregisteredAt)
+                result.unregistered = (result.unregistered ?? 0) + 1
+            case .retry:
+                try await deliveries.release(jobID: jobUUID, deviceID: device.id)
+                retries.append("APNs answered \(answer.summary)")
+                if let after = answer.retryAfter { retryAfter = max(retryAfter ?? .zero, after) }
+            case .configuration:
+                try await deliveries.release(jobID: jobUUID, deviceID: device.id)
+                if providerTokenRefused.first() {
+                    services.logger.error(
+                        "APNs refuses this process's provider token: no push is sent until APNS_KEY_PATH, APNS_KEY_ID and APNS_TEAM_ID name a valid key",
+                        metadata: [
+                            "answer": "\(answer.summary)", "keyID": "\(apns.settings.keyID)", "teamID": "\(apns.settings.teamID)",
+                            "url": "\(apns.settings.url)",
+                        ])
+                }
+                throw JobFailure.permanent("APNs refused the provider token (\(answer.summary)): a configuration error")
+            case .refused:
+                context.logger.warning(
+                    "APNs refused a push for good", metadata: ["device": "\(device.id)", "answer": "\(answer.summary)"])
+                result.refused = (result.refused ?? 0) + 1
+            }
+        }
+        // Only the devices given back are tried again: those sent, gone or refused keep their claims.
+        if !retries.isEmpty {
+            throw JobFailure.retryable(
+                "\(retries.count) device(s) to try again (\(result.sent) sent): \(retries[0])", after: retryAfter)
+        }
+        return result
+    }
+
+    /// What the device shows, by kind and end, and the ids the app opens the result with.
+    static func notification(_ parameters: Parameters) -> APNsNotification {
+        let title: String
+        let body: String
+        switch (parameters.kind, parameters.status) {
+        case (.analysis, .succeeded): (title, body) = ("Your meal is analysed", "Open CarbScan to see its carbs.")
+        case (.analysis, _): (title, body) = ("Your meal could not be analysed", "Open CarbScan to try again.")
+        case (.chat, .succeeded): (title, body) = ("CarbScan answered", "Open CarbScan to read the answer.")
+        case (.chat, _): (title, body) = ("Your question could not be answered", "Open CarbScan to ask again.")
+        }
+        return APNsNotification(
+            title: title, body: body,
+            custom: [
+                "jobId": .string(parameters.jobId), "kind": .string(parameters.kind.rawValue),
+                "status": .string(parameters.status.rawValue),
+            ],
+            collapseID: parameters.jobId)
+    }
+}
