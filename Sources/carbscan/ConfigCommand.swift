@@ -96,6 +96,14 @@ struct ConfigCommand: AsyncParsableCommand {
                     ),
                     ("PHOTO_RETENTION_DAYS", "\(Int(workers.photoRetention.components.seconds / 86_400))"), ("MAIL_FROM", workers.mailFrom),
                 ]
+                if let push = workers.push {
+                    lines += [
+                        ("APNS_URL", push.url), ("APNS_TOPIC", push.topic), ("APNS_KEY_ID", push.keyID), ("APNS_TEAM_ID", push.teamID),
+                        ("APNS_KEY_PATH", "set (a P-256 key)"), ("APNS_CA_FILE", push.caFile ?? "(unset: the system's roots)"),
+                    ]
+                } else {
+                    lines.append(("APNS_KEY_PATH", "(unset: no pushes)"))
+                }
             }
 
             let width = lines.map(\.0.count).max() ?? 0

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Mail
 import OutboundHTTP
+import Push
 import Queue
 import ServiceLifecycle
 import Settings
@@ -78,10 +79,13 @@ struct WorkCommand: AsyncParsableCommand {
                 throw CLIError("configuration: \(error)", exitCode: 78)
             }
             try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
+            let observer = telemetry.map { HTTPClientMetrics(telemetry: $0) }
+            let push = settings.push.map { APNsClient(settings: $0, logger: logger, observer: observer) }
+            defer { push?.shutdown() }
+            logPushes(settings.push, logger: logger)
             let services = WorkerServices(
                 redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database,
-                http: outboundClient(logger: logger, observer: telemetry.map { HTTPClientMetrics(telemetry: $0) }),
-                settings: settings, logger: logger, mailer: mailer)
+                http: outboundClient(logger: logger, observer: observer), settings: settings, logger: logger, mailer: mailer, push: push)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {
@@ -138,6 +142,21 @@ extension WorkCommand {
     /// --concurrency 1000 held 256 calls to a 1 s model and did 247 chats/s (ops/bench/slow-provider.sh).
     func outboundClient(logger: Logger, observer: (any HTTPClientObserver)? = nil) -> HTTPClient {
         HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger, observer: observer)
+    }
+}
+
+extension WorkCommand {
+    /// Said once at start-up: whether `push` jobs reach APNs, and which (never the key).
+    func logPushes(_ settings: PushSettings?, logger: Logger) {
+        guard let settings else {
+            logger.notice("pushes are off: APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC are unset; push jobs send nothing")
+            return
+        }
+        logger.info(
+            "pushes go to APNs",
+            metadata: [
+                "url": "\(settings.url)", "topic": "\(settings.topic)", "keyID": "\(settings.keyID)", "teamID": "\(settings.teamID)",
+            ])
     }
 }
 
