@@ -1,0 +1,248 @@
+import Foundation
+import JSON
+import Logging
+import Push
+import Queue
+import Store
+import TestSupport
+import Testing
+import Workers
+
+/// The `push` kind on the real store and Redis against a local APNs peer (HTTP/2 + TLS, provider tokens verified with
+/// the key's public half, Apple's answers): one push per iOS device per job, however often the job runs.
+@Suite struct PushJobTests {
+    /// A user with devices, the peer, and the handler as a worker process has it.
+    struct Fixture {
+        let env: WorkerTestEnvironment
+        let peer: APNsPeer
+        let handler: JobRegistry.Handler
+        let user: User
+        /// The user's iOS devices' tokens, in registration order.
+        let tokens: [String]
+        /// A token of the user's Android device, and one of another user's iPhone: never pushed.
+        let others: [String]
+
+        static func token(_ n: Int) -> String { String(format: "%064x", n) }
+
+        static func make(
+            _ env: WorkerTestEnvironment, _ peer: APNsPeer, iPhones: Int = 2, keyPath: String? = nil, url: String? = nil,
+            push configured: Bool = true, logger: Logger? = nil
+        ) async throws -> Fixture {
+            let user = try await env.createUser()
+            let stranger = try await env.createUser()
+            let devices = Devices(env.database)
+            var tokens: [String] = []
+            for n in 1...iPhones {
+                _ = try await devices.register(
+                    token: token(n), userID: user.id, platform: "ios", deviceModel: "iPhone", osVersion: "18.1", appVersion: "2.0")
+                tokens.append(token(n))
+            }
+            _ = try await devices.register(
+                token: "android-\(user.id)", userID: user.id, platform: "android", deviceModel: nil, osVersion: nil, appVersion: nil)
+            _ = try await devices.register(
+                token: token(99), userID: stranger.id, platform: "ios", deviceModel: nil, osVersion: nil, appVersion: nil)
+            var services = env.services(WorkerSettings())
+            if let logger { services.logger = logger }
+            if configured {
+                let key = try PushSettings.signingKey(pem: String(contentsOfFile: keyPath ?? peer.keyPath, encoding: .utf8))
+                services.push = APNsClient(
+                    settings: PushSettings(
+                        url: url ?? peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
+                    logger: services.logger)
+            }
+            let handler = try #require(Handlers.registry(services: services).handler(for: PushJob.name))
+            return Fixture(env: env, peer: peer, handler: handler, user: user, tokens: tokens, others: ["android-\(user.id)", token(99)])
+        }
+
+        func payload(_ jobID: JobID, kind: String = "analysis", status: String = "succeeded") -> String {
+            let payload: JSONValue = [
+                "jobId": .string(jobID.rawValue), "queue": "ai", "kind": .string(kind), "userId": .string(user.id),
+                "status": .string(status),
+            ]
+            return payload.jsonString
+        }
+
+        /// Runs attempt `attempt` of the push about `jobID`; its result as JSON.
+        func run(_ jobID: JobID, attempt: Int = 1, kind: String = "analysis", status: String = "succeeded") async throws -> JSONValue? {
+            let context = JobContext(id: .random(), kind: PushJob.name, attempt: attempt, maxAttempts: 5)
+            return try await handler(payload(jobID, kind: kind, status: status), context).map(JSONValue.init(parsing:))
+        }
+
+        func pushed(_ token: String) throws -> Int { try peer.pushes().filter { $0.token == token }.count }
+
+        func deviceExists(_ token: String) async throws -> Bool { try await Devices(env.database).find(token: token) != nil }
+    }
+
+    static func withFixture(
+        iPhones: Int = 2, keyPath: String? = nil, url: String? = nil, push: Bool = true, logger: Logger? = nil,
+        _ body: @Sendable @escaping (Fixture) async throws -> Void
+    ) async throws {
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        try await WorkerTestEnvironment.run { env in
+            try await body(try await Fixture.make(env, peer, iPhones: iPhones, keyPath: keyPath, url: url, push: push, logger: logger))
+        }
+    }
+
+    @Test func eachIOSDeviceGetsOnePushNamingTheJobAndARedeliveryNone() async throws {
+        try await Self.withFixture { fixture in
+            let job = JobID.random()
+            #expect(try await fixture.run(job) == ["sent": 2])
+            #expect(try fixture.pushed(fixture.tokens[0]) == 1 && fixture.pushed(fixture.tokens[1]) == 1)
+            #expect(try fixture.peer.requests().allSatisfy { !fixture.others.contains($0.token) }, "an Android or a stranger's device")
+            let push = try #require(try fixture.peer.pushes().first)
+            #expect(push.headers["apns-collapse-id"] == job.rawValue && push.http == "2")
+            let payload = try JSONValue(parsing: try #require(push.payload))
+            #expect(payload["jobId"] == .string(job.rawValue) && payload["kind"] == "analysis" && payload["status"] == "succeeded")
+            #expect(payload["aps"]?["alert"]?["title"] == "Your meal is analysed")
+
+            // The same job delivered again (a worker died after sending): no device is pushed twice.
+            #expect(try await fixture.run(job, attempt: 2) == ["sent": 0])
+            #expect(try fixture.peer.requests().count == 2)
+            // Each claim keeps APNs' id of its push, to trace it with Apple.
+            let claims = try await fixture.env.database.query(
+                "SELECT apns_id FROM push_deliveries WHERE job_id = $1", [UUID(uuidString: job.rawValue)])
+            let traced = try Set(claims.map { row -> String? in try row.decode("apns_id") })
+            #expect(try traced == Set(fixture.peer.pushes().map { Optional($0.apnsId) }))
+
+            // Another job (a chat that failed) is pushed again, with its own words.
+            #expect(try await fixture.run(.random(), kind: "chat", status: "failed") == ["sent": 2])
+            let chat = try JSONValue(parsing: try #require(try fixture.peer.pushes().last?.payload))
+            #expect(chat["aps"]?["alert"]?["title"] == "Your question could not be answered" && chat["kind"] == "chat")
+        }
+    }
+
+    @Test func aResultTheAppHasSeenIsNotPushed() async throws {
+        try await Self.withFixture { fixture in
+            let job = JobID.random()
+            _ = try await fixture.env.redis.send([
+                "SET", QueueKeys(prefix: fixture.env.prefix, queue: "ai").resultSeen(job), "1", "EX", "3600",
+            ])
+            #expect(try await fixture.run(job) == ["sent": 0, "skipped": "seen"])
+            #expect(try fixture.peer.requests().isEmpty)
+            // The mark of another queue's job with the same id does not count.
+            let other = JobID.random()
+            _ = try await fixture.env.redis.send(["SET", QueueKeys(prefix: fixture.env.prefix, queue: "ai#1").resultSeen(other), "1"])
+            #expect(try await fixture.run(other) == ["sent": 2])
+        }
+    }
+
+    @Test func withoutAPNsSettingsNothingIsSent() async throws {
+        try await Self.withFixture(push: false) { fixture throws in
+            let result = try await fixture.run(.random())
+            #expect(result == ["sent": 0, "skipped": "not configured"])
+            #expect(try fixture.peer.requests().isEmpty)
+        }
+    }
+
+    /// 410 Unregistered: the device is deleted (and never tried again); the others are pushed.
+    @Test func anUnregisteredDeviceIsDeleted() async throws {
+        try await Self.withFixture { fixture in
+            try fixture.peer.answer(fixture.tokens[0], with: [.unregistered])
+            let job = JobID.random()
+            #expect(try await fixture.run(job) == ["sent": 1, "unregistered": 1])
+            #expect(try await !fixture.deviceExists(fixture.tokens[0]))
+            #expect(try await fixture.deviceExists(fixture.tokens[1]))
+            #expect(try await fixture.run(job, attempt: 2) == ["sent": 0])
+            #expect(try await fixture.run(.random()) == ["sent": 1])
+            #expect(try fixture.peer.requests().filter { $0.token == fixture.tokens[0] }.count == 1)
+        }
+    }
+
+    /// A refusal for good (400 DeviceTokenNotForTopic, a token of another app): not sent again, the device kept.
+    @Test func aRefusedPushIsNotRetried() async throws {
+        try await Self.withFixture { fixture in
+            try fixture.peer.answer(fixture.tokens[1], with: [APNsPeer.Answer(400, "DeviceTokenNotForTopic")])
+            let job = JobID.random()
+            #expect(try await fixture.run(job) == ["sent": 1, "refused": 1])
+            #expect(try await fixture.run(job, attempt: 2) == ["sent": 0])
+            #expect(try fixture.peer.requests().count == 2)
+            #expect(try await fixture.deviceExists(fixture.tokens[1]))
+        }
+    }
+
+    /// 429 and 503: the job is retried (after APNs' Retry-After at least), and the retry pushes only the devices
+    /// that were not pushed.
+    @Test func aThrottledDeviceIsTriedAgainAloneOnTheNextAttempt() async throws {
+        try await Self.withFixture(iPhones: 3) { fixture in
+            try fixture.peer.answer(fixture.tokens[0], with: [APNsPeer.Answer(429, "TooManyRequests", retryAfter: 3)])
+            try fixture.peer.answer(fixture.tokens[2], with: [.serviceUnavailable])
+            let job = JobID.random()
+            do {
+                _ = try await fixture.run(job)
+                Issue.record("a throttled push was taken as sent")
+            } catch let failure as JobFailure {
+                #expect(failure.kind == .retryable && failure.retryAfter == .seconds(3), "\(failure.message)")
+                #expect(failure.message.contains("2 device(s)") && failure.message.contains("429 TooManyRequests"), "\(failure.message)")
+            }
+            #expect(try fixture.pushed(fixture.tokens[1]) == 1 && fixture.peer.pushes().count == 1)
+            #expect(try await fixture.run(job, attempt: 2) == ["sent": 2])
+            #expect(try fixture.tokens.map(fixture.pushed) == [1, 1, 1])
+            #expect(try fixture.peer.requests().count == 5)
+        }
+    }
+
+    /// APNs not reachable (nothing listens): the claims are given back and the job retried; the next attempt sends.
+    @Test func anUnreachableAPNsIsRetried() async throws {
+        let closed = "https://localhost:\(PrivateRedis.freeLoopbackPort())"
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let down = try await Fixture.make(env, peer, url: closed)
+            let job = JobID.random()
+            do {
+                _ = try await down.run(job)
+                Issue.record("a push to an unreachable APNs was taken as sent")
+            } catch let failure as JobFailure {
+                #expect(failure.kind == .retryable && failure.message.contains("unreachable"), "\(failure.message)")
+            }
+            let claims = try await env.database.query("SELECT 1 FROM push_deliveries WHERE job_id = $1", [UUID(uuidString: job.rawValue)])
+            #expect(claims.isEmpty, "claims kept for pushes that never left")
+        }
+    }
+
+    /// A key APNs does not know (403 InvalidProviderToken): every job dies at once, and the process says so once,
+    /// not once per job, never showing the token or the key.
+    @Test func aRefusedProviderTokenFailsJobsAndIsLoggedOnce() async throws {
+        let logs = CapturedLogs()
+        let otherKey = FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID().uuidString).p8").path
+        defer { try? FileManager.default.removeItem(atPath: otherKey) }
+        try await APNsPeer.makeKey(at: otherKey)
+        try await Self.withFixture(keyPath: otherKey, logger: logs.logger()) { fixture in
+            for _ in 0..<2 {
+                do {
+                    _ = try await fixture.run(.random())
+                    Issue.record("a refused provider token was taken as sent")
+                } catch let failure as JobFailure {
+                    #expect(failure.kind == .permanent && failure.message.contains("403 InvalidProviderToken"), "\(failure.message)")
+                }
+            }
+            let said = logs.all.filter { $0.contains("provider token") }
+            #expect(said.count == 1, "\(logs.all)")
+            #expect(said.first?.contains("InvalidProviderToken") == true)
+            let request = try #require(try fixture.peer.requests().first)
+            let jwt = String(try #require(request.headers["authorization"]).dropFirst("bearer ".count))
+            let key = try String(contentsOfFile: otherKey, encoding: .utf8)
+            let secretLine = try #require(key.split(separator: "\n").dropFirst().first)
+            #expect(!logs.all.contains { $0.contains(jwt) || $0.contains(secretLine) })
+            #expect(try fixture.peer.pushes().isEmpty)
+        }
+    }
+
+    /// The hourly `photo-retention` run deletes claims older than a week: the table stays as small as a week of pushes.
+    @Test func claimsOlderThanAWeekAreDeletedByTheRetentionRun() async throws {
+        try await Self.withFixture { fixture in
+            let old = JobID.random()
+            let recent = JobID.random()
+            #expect(try await fixture.run(old) == ["sent": 2])
+            #expect(try await fixture.run(recent) == ["sent": 2])
+            _ = try await fixture.env.database.execute(
+                "UPDATE push_deliveries SET claimed_at = now() - interval '8 days' WHERE job_id = $1", [UUID(uuidString: old.rawValue)])
+            let retention = try #require(
+                Handlers.registry(services: fixture.env.services(WorkerSettings())).handler(for: PhotoRetentionJob.name))
+            _ = try await retention("{}", JobContext(id: .random(), kind: PhotoRetentionJob.name, attempt: 1, maxAttempts: 5))
+            let left = try await fixture.env.database.query("SELECT DISTINCT job_id FROM push_deliveries")
+            #expect(try left.map { row -> UUID in try row.decode("job_id") } == [UUID(uuidString: recent.rawValue)!])
+        }
+    }
+}
