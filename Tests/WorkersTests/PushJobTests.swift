@@ -16,6 +16,8 @@ import Workers
         let env: WorkerTestEnvironment
         let peer: APNsPeer
         let handler: JobRegistry.Handler
+        /// The handlers as a worker process has them, APNs included.
+        let registry: JobRegistry
         let user: User
         /// The user's iOS devices' tokens, in registration order.
         let tokens: [String]
@@ -50,8 +52,11 @@ import Workers
                         url: url ?? peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
                     logger: services.logger)
             }
-            let handler = try #require(Handlers.registry(services: services).handler(for: PushJob.name))
-            return Fixture(env: env, peer: peer, handler: handler, user: user, tokens: tokens, others: ["android-\(user.id)", token(99)])
+            let registry = Handlers.registry(services: services)
+            let handler = try #require(registry.handler(for: PushJob.name))
+            return Fixture(
+                env: env, peer: peer, handler: handler, registry: registry, user: user, tokens: tokens,
+                others: ["android-\(user.id)", token(99)])
         }
 
         func payload(_ jobID: JobID, kind: String = "analysis", status: String = "succeeded") -> String {
@@ -243,6 +248,37 @@ import Workers
             _ = try await retention("{}", JobContext(id: .random(), kind: PhotoRetentionJob.name, attempt: 1, maxAttempts: 5))
             let left = try await fixture.env.database.query("SELECT DISTINCT job_id FROM push_deliveries")
             #expect(try left.map { row -> UUID in try row.decode("job_id") } == [UUID(uuidString: recent.rawValue)!])
+        }
+    }
+
+    /// Through the queue: a `push` job enqueued with the id the trigger gives it runs on a worker serving the `push`
+    /// queue alone, and its result says what was sent; the same id enqueued again is the same job, nothing more sent.
+    @Test func aPushJobRunsOnThePushQueue() async throws {
+        try await Self.withFixture { fixture in
+            let env = fixture.env
+            let options = WorkerOptions(
+                queues: [("push", 1)], concurrency: 4, gracePeriod: .seconds(2), blockTimeout: .seconds(1),
+                promoteInterval: .milliseconds(100), reclaimInterval: .milliseconds(200))
+            let worker = Worker(queue: env.queue, registry: fixture.registry, options: options, logger: WorkerTestEnvironment.logger)
+            let running = Task { try await worker.run() }
+            defer { worker.stop() }
+            #expect(env.queue.catalog[PushJob.name]?.queue == "push")
+            let about = JobID.random()
+            let payload = try JSONValue(parsing: fixture.payload(about))
+            let id = try #require(JobID(rawValue: UUID().uuidString))
+            for _ in 0..<2 {
+                _ = try await env.queue.enqueue(PushJob.name, payload: payload, options: EnqueueOptions(delay: .milliseconds(300), id: id))
+            }
+            var record: JobRecord?
+            _ = try await eventually {
+                record = try await env.queue.record(id)
+                return record?.status == .succeeded || record?.status == .failed
+            }
+            #expect(record?.status == .succeeded, "\(record?.error ?? "")")
+            #expect(try record?.result.map(JSONValue.init(parsing:)) == ["sent": 2])
+            #expect(try fixture.peer.pushes().count == 2)
+            worker.stop()
+            try await running.value
         }
     }
 }
