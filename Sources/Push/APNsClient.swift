@@ -31,6 +31,17 @@ package struct APNsClient: Sendable {
     /// (no connection, a timeout, TLS) throws.
     /// - Parameter deviceToken: the device's token, hex as the app registered it.
     package func send(_ notification: APNsNotification, to deviceToken: String, now: Date = Date()) async throws -> APNsAnswer {
+        try await send(try request(notification, to: deviceToken, now: now))
+    }
+
+    /// Sends a request made by ``request(_:to:now:)``: the only failure left is the call's own.
+    package func send(_ request: HTTPRequest) async throws(HTTPClientError) -> APNsAnswer {
+        APNsAnswer(try await http.send(request))
+    }
+
+    /// The push's request, with the provider token signed (or taken from the cache) now: made before the device is
+    /// claimed, so that nothing but the call itself can fail between the claim and the send.
+    package func request(_ notification: APNsNotification, to deviceToken: String, now: Date = Date()) throws -> HTTPRequest {
         let expiration = now.addingTimeInterval((notification.expiresAfter ?? .seconds(86_400)).timeInterval)
         var headers: [(name: String, value: String)] = [
             ("authorization", "bearer \(try token.current())"), ("apns-topic", settings.topic), ("apns-push-type", "alert"),
@@ -38,9 +49,8 @@ package struct APNsClient: Sendable {
             ("content-type", "application/json"),
         ]
         if let collapseID = notification.collapseID { headers.append(("apns-collapse-id", collapseID)) }
-        let request = HTTPRequest(
+        return HTTPRequest(
             method: .post, url: "\(settings.url)/3/device/\(deviceToken)", headers: headers, body: notification.payload, provider: "apns")
-        return APNsAnswer(try await http.send(request))
     }
 
     /// Stops the client's thread; pushes in flight fail. Dropping the last copy does the same.

@@ -40,19 +40,26 @@ package struct PushJob: JobKind {
         var retries: [String] = []
         var retryAfter: Duration?
         for device in try await deliveries.unclaimedDevices(jobID: jobUUID, userID: parameters.userId) {
-            // The token first: a claim is never held by an attempt that waits (or is cancelled) before sending.
+            // The rate token and the request first: between the claim and the send nothing can fail or wait but the
+            // call itself, so a claim is never held by an attempt that did not send.
             try await services.acquire(forKind: Self.name)
+            let request = try apns.request(notification, to: device.token)
             guard try await deliveries.claim(jobID: jobUUID, deviceID: device.id) else { continue }
             let answer: APNsAnswer
             do {
-                answer = try await apns.send(notification, to: device.token)
-            } catch let error as HTTPClientError {
+                answer = try await apns.send(request)
+            } catch {
                 switch error.code {
                 case .connect, .tls, .shutdown:
                     // The push never left: another attempt sends it.
                     try await deliveries.release(jobID: jobUUID, deviceID: device.id)
                     retries.append("APNs unreachable: \(error.message)")
-                case .timeout, .transport, .cancelled, .responseTooLarge, .invalidURL, .invalidRequest:
+                case .invalidURL, .invalidRequest:
+                    // The client refused it (a token no URL can carry): it never left, and never will.
+                    context.logger.warning(
+                        "a push cannot be sent to this device", metadata: ["device": "\(device.id)", "error": "\(error)"])
+                    result.refused = (result.refused ?? 0) + 1
+                case .timeout, .transport, .cancelled, .responseTooLarge:
                     // It may have reached APNs: the claim stays, and no attempt sends it again.
                     context.logger.warning(
                         "a push ended without an answer; it is not sent again", metadata: ["device": "\(device.id)", "error": "\(error)"])

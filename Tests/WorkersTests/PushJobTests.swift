@@ -166,6 +166,19 @@ import Workers
         }
     }
 
+    /// A stored token no URL can carry (the client refuses it before sending): final for that device, counted as
+    /// refused, the others pushed, and the job not retried for it.
+    @Test func aTokenNoURLCanCarryIsRefusedForThatDeviceAlone() async throws {
+        try await Self.withFixture { fixture in
+            _ = try await Devices(fixture.env.database).register(
+                token: "not a\ntoken", userID: fixture.user.id, platform: "ios", deviceModel: nil, osVersion: nil, appVersion: nil)
+            let job = JobID.random()
+            #expect(try await fixture.run(job) == ["sent": 2, "refused": 1])
+            #expect(try await fixture.run(job, attempt: 2) == ["sent": 0])
+            #expect(try fixture.peer.requests().count == 2)
+        }
+    }
+
     /// 429 and 503: the job is retried (after APNs' Retry-After at least), and the retry pushes only the devices
     /// that were not pushed.
     @Test func aThrottledDeviceIsTriedAgainAloneOnTheNextAttempt() async throws {
