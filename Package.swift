@@ -105,12 +105,12 @@ let package = Package(
             name: "Mail",
             dependencies: ["CCurl"]
         ),
-        // APNs provider API: alert pushes over HTTP/2 (OutboundHTTP), ES256 provider tokens (swift-crypto).
+        // Push providers: APNs (HTTP/2, ES256 provider tokens) and FCM HTTP v1 (RS256 service-account OAuth), over OutboundHTTP.
         .target(
             name: "Push",
             dependencies: [
                 "OutboundHTTP", "JSON", "Durations", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -239,7 +239,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Tests/TestSupport",
-            exclude: ["smtp_sink.py", "apns_peer.py"]
+            exclude: ["smtp_sink.py", "apns_peer.py", "fcm_peer.py"]
         ),
         .testTarget(
             name: "WorkersTests",

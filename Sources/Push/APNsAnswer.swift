@@ -4,23 +4,7 @@ import OutboundHTTP
 
 /// What APNs answered one push: its status, `apns-id`, and for an error the `reason` of its JSON body
 /// (`{"reason":"Unregistered","timestamp":1700000000000}`).
-package struct APNsAnswer: Sendable {
-    /// What the sender should do about the device, from Apple's table of status codes and reasons.
-    package enum Verdict: Sendable, Equatable {
-        /// 200: accepted for delivery.
-        case accepted
-        /// 410 (`Unregistered`, `ExpiredToken`) or 400 `BadDeviceToken`: the token is no longer valid; forget the device.
-        case unregistered
-        /// 429 (`TooManyRequests`, `TooManyProviderTokenUpdates`) or 5xx: try again later.
-        case retry
-        /// 403: the provider token or key is wrong (`InvalidProviderToken`, `ExpiredProviderToken`,
-        /// `MissingProviderToken`, …): every push will be refused until the configuration is fixed.
-        case configuration
-        /// Any other refusal (400 `BadPayload`, `TopicDisallowed`, `DeviceTokenNotForTopic`, 413 …): this push will
-        /// never be accepted; retrying cannot help.
-        case refused
-    }
-
+package struct APNsAnswer: PushAnswer {
     package var status: Int
     /// The notification's id at APNs (`apns-id`), to trace it with Apple.
     package var apnsID: String?
@@ -46,7 +30,13 @@ package struct APNsAnswer: Sendable {
         }
     }
 
-    package var verdict: Verdict {
+    package var messageID: String? { apnsID }
+
+    /// Apple's table of statuses and reasons: 410 (`Unregistered`, `ExpiredToken`) and 400 `BadDeviceToken` mean the
+    /// token is gone; 429 (`TooManyRequests`, `TooManyProviderTokenUpdates`) and 5xx ask for a retry; 403 means the
+    /// provider token or key is wrong (`InvalidProviderToken`, `ExpiredProviderToken`, `MissingProviderToken`, …);
+    /// any other refusal (400 `BadPayload`, `TopicDisallowed`, `DeviceTokenNotForTopic`, 413 …) is final.
+    package var verdict: PushVerdict {
         switch status {
         case 200: .accepted
         case 410: .unregistered

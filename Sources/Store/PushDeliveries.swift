@@ -9,17 +9,17 @@ package struct PushDeliveries: Sendable {
 
     package init(_ db: any PostgresQueryable) { self.db = db }
 
-    /// The user's iOS devices not yet claimed for `jobID`, oldest registration first.
-    package func unclaimedDevices(jobID: UUID, userID: String) async throws -> [Device] {
+    /// The user's devices of `platforms` (`ios`, `android`) not yet claimed for `jobID`, oldest registration first.
+    package func unclaimedDevices(jobID: UUID, userID: String, platforms: [String] = ["ios"]) async throws -> [Device] {
         try await db.query(
             """
             SELECT d.id, d.user_id, d.token, d.platform, d.device_model, d.os_version, d.app_version
             FROM devices d
-            WHERE d.user_id = $1 AND d.platform = 'ios'
+            WHERE d.user_id = $1 AND d.platform = ANY (string_to_array($3, ','))
               AND NOT EXISTS (SELECT 1 FROM push_deliveries p WHERE p.job_id = $2 AND p.device_id = d.id)
             ORDER BY d.created_at, d.id
             """,
-            [userID, jobID]
+            [userID, jobID, platforms.joined(separator: ",")]
         ).map { row in
             Device(
                 id: try row.decode("id"), userID: try row.decode("user_id"), token: try row.decode("token"),
@@ -39,12 +39,12 @@ package struct PushDeliveries: Sendable {
             [jobID, deviceID]) == 1
     }
 
-    /// Gives the claim back, so a later attempt sends the push: APNs asked for a retry or was not reached.
+    /// Gives the claim back, so a later attempt sends the push: the provider asked for a retry or was not reached.
     package func release(jobID: UUID, deviceID: UUID) async throws {
         try await db.execute("DELETE FROM push_deliveries WHERE job_id = $1 AND device_id = $2", [jobID, deviceID])
     }
 
-    /// Notes APNs' id of the accepted push.
+    /// Notes the provider's id of the accepted push (APNs' `apns-id`, FCM's message name).
     package func accepted(jobID: UUID, deviceID: UUID, apnsID: String?) async throws {
         try await db.execute(
             "UPDATE push_deliveries SET apns_id = $3 WHERE job_id = $1 AND device_id = $2", [jobID, deviceID, apnsID])

@@ -102,7 +102,15 @@ struct ConfigCommand: AsyncParsableCommand {
                         ("APNS_KEY_PATH", "set (a P-256 key)"), ("APNS_CA_FILE", push.caFile ?? "(unset: the system's roots)"),
                     ]
                 } else {
-                    lines.append(("APNS_KEY_PATH", "(unset: no pushes)"))
+                    lines.append(("APNS_KEY_PATH", "(unset: no iOS pushes)"))
+                }
+                if let fcm = workers.fcm {
+                    lines += [
+                        ("FCM_SERVICE_ACCOUNT_FILE", "\(fcm.clientEmail) (project \(fcm.projectID))"), ("FCM_URL", fcm.url),
+                        ("FCM_CA_FILE", fcm.caFile ?? "(unset: the system's roots)"),
+                    ]
+                } else {
+                    lines.append(("FCM_SERVICE_ACCOUNT_FILE", "(unset: no Android pushes)"))
                 }
             }
 

@@ -81,11 +81,16 @@ struct WorkCommand: AsyncParsableCommand {
             try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
             let observer = telemetry.map { HTTPClientMetrics(telemetry: $0) }
             let push = settings.push.map { APNsClient(settings: $0, logger: logger, observer: observer) }
-            defer { push?.shutdown() }
-            logPushes(settings.push, logger: logger)
+            let fcm = settings.fcm.map { FCMClient(settings: $0, logger: logger, observer: observer) }
+            defer {
+                push?.shutdown()
+                fcm?.shutdown()
+            }
+            logPushes(settings, logger: logger)
             let services = WorkerServices(
                 redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database,
-                http: outboundClient(logger: logger, observer: observer), settings: settings, logger: logger, mailer: mailer, push: push)
+                http: outboundClient(logger: logger, observer: observer), settings: settings, logger: logger, mailer: mailer, push: push,
+                fcm: fcm)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {
@@ -146,17 +151,21 @@ extension WorkCommand {
 }
 
 extension WorkCommand {
-    /// Said once at start-up: whether `push` jobs reach APNs, and which (never the key).
-    func logPushes(_ settings: PushSettings?, logger: Logger) {
-        guard let settings else {
-            logger.notice("pushes are off: APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC are unset; push jobs send nothing")
-            return
+    /// Said once at start-up: whether `push` jobs reach APNs and FCM, and which (never a key).
+    func logPushes(_ settings: WorkerSettings, logger: Logger) {
+        if let apns = settings.push {
+            logger.info(
+                "pushes go to APNs",
+                metadata: ["url": "\(apns.url)", "topic": "\(apns.topic)", "keyID": "\(apns.keyID)", "teamID": "\(apns.teamID)"])
+        } else {
+            logger.notice("pushes are off for iOS: APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC are unset")
         }
-        logger.info(
-            "pushes go to APNs",
-            metadata: [
-                "url": "\(settings.url)", "topic": "\(settings.topic)", "keyID": "\(settings.keyID)", "teamID": "\(settings.teamID)",
-            ])
+        if let fcm = settings.fcm {
+            logger.info(
+                "pushes go to FCM", metadata: ["url": "\(fcm.url)", "project": "\(fcm.projectID)", "account": "\(fcm.clientEmail)"])
+        } else {
+            logger.notice("pushes are off for Android: FCM_SERVICE_ACCOUNT_FILE is unset")
+        }
     }
 }
 

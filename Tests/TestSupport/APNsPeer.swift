@@ -92,56 +92,18 @@ public final class APNsPeer: @unchecked Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-peer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-        let newKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try await openssl(
-            ["req", "-x509"] + newKey + [
-                "-subj", "/CN=carbscan APNs test CA", "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "1",
-            ])
-        try await openssl(
-            ["req"] + newKey + [
-                "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", path("key.pem"), "-out",
-                path("server.csr"),
-            ])
-        try await openssl([
-            "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"), "-CAcreateserial",
-            "-copy_extensions", "copy", "-out", path("cert.pem"), "-days", "1",
-        ])
+        try await PeerCertificates.make(in: directory)
         try await makeKey(at: path("AuthKey.p8"))
-        try await openssl(["pkey", "-in", path("AuthKey.p8"), "-pubout", "-out", path("AuthKey.pub")])
-
-        let output = directory.appendingPathComponent("peer.out")
-        guard FileManager.default.createFile(atPath: output.path, contents: nil) else { throw ServerError("cannot create \(output.path)") }
-        let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        let python = TestServices.repositoryRoot.appendingPathComponent(".local/venv/bin/python3")
-        guard FileManager.default.isExecutableFile(atPath: python.path) else {
-            throw ServerError("no \(python.path): ops/install.sh makes it, with hypercorn and cryptography")
-        }
-        let server = Process()
-        server.executableURL = python
-        server.arguments = [
-            here.appendingPathComponent("apns_peer.py").path, path("cert.pem"), path("key.pem"), path("AuthKey.pub"), keyID, teamID, topic,
-            directory.path,
-        ]
-        server.standardInput = FileHandle.nullDevice
-        server.standardOutput = try FileHandle(forWritingTo: output)
-        server.standardError = server.standardOutput
-        try server.run()
-        for _ in 0..<500 {
-            let words = ((try? String(contentsOf: output, encoding: .utf8)) ?? "").split(whereSeparator: \.isWhitespace)
-            if words.count >= 2, words[0] == "port", let port = Int(words[1]) {
-                return APNsPeer(port: port, keyID: keyID, teamID: teamID, topic: topic, directory: directory, process: server)
-            }
-            guard server.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        if server.isRunning { server.terminate() }
-        let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        throw ServerError("apns_peer.py did not report its port (are hypercorn and cryptography installed? ops/install.sh): \(log)")
+        try await PeerCertificates.openssl(["pkey", "-in", path("AuthKey.p8"), "-pubout", "-out", path("AuthKey.pub")])
+        let (port, server) = try await PeerCertificates.startPeer(
+            script: "apns_peer.py",
+            arguments: [path("cert.pem"), path("key.pem"), path("AuthKey.pub"), keyID, teamID, topic, directory.path], directory: directory)
+        return APNsPeer(port: port, keyID: keyID, teamID: teamID, topic: topic, directory: directory, process: server)
     }
 
     /// A new P-256 key as a PKCS#8 PEM file, like the `.p8` of an APNs key (another team's, for a test of a wrong key).
     public static func makeKey(at path: String) async throws {
-        try await openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
+        try await PeerCertificates.openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", path])
     }
 
     /// The answers a device token gets, one per push in order, before the peer goes back to 200.
@@ -175,16 +137,4 @@ public final class APNsPeer: @unchecked Sendable {
 
     /// The pushes it accepted (200), oldest first.
     public func pushes() throws -> [Request] { try requests().filter { $0.status == 200 } }
-
-    private static func openssl(_ arguments: [String]) async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-        guard process.terminationStatus == 0 else { throw ServerError("openssl \(arguments[0]) exited \(process.terminationStatus)") }
-    }
 }

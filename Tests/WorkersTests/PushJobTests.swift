@@ -28,7 +28,7 @@ import Workers
 
         static func make(
             _ env: WorkerTestEnvironment, _ peer: APNsPeer, iPhones: Int = 2, keyPath: String? = nil, url: String? = nil,
-            push configured: Bool = true, logger: Logger? = nil
+            push configured: Bool = true, fcm: FCMPeer? = nil, logger: Logger? = nil
         ) async throws -> Fixture {
             let user = try await env.createUser()
             let stranger = try await env.createUser()
@@ -51,6 +51,11 @@ import Workers
                     settings: PushSettings(
                         url: url ?? peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
                     logger: services.logger)
+            }
+            if let fcm {
+                let account = try String(contentsOfFile: fcm.serviceAccountFile, encoding: .utf8)
+                services.fcm = FCMClient(
+                    settings: try FCMSettings(serviceAccount: account, url: fcm.url, caFile: fcm.caFile), logger: services.logger)
             }
             let registry = Handlers.registry(services: services)
             let handler = try #require(registry.handler(for: PushJob.name))
@@ -292,6 +297,58 @@ import Workers
             #expect(try fixture.peer.pushes().count == 2)
             worker.stop()
             try await running.value
+        }
+    }
+
+    /// With FCM configured, Android devices are pushed too (once per job, through the service account's access
+    /// token), and FCM's `UNREGISTERED` deletes the device; the iPhones still go through APNs.
+    @Test func androidDevicesArePushedThroughFCMOnce() async throws {
+        let fcm = try await FCMPeer.start()
+        defer { fcm.stop() }
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let fixture = try await Fixture.make(env, peer, fcm: fcm)
+            let gone = "android-gone-\(fixture.user.id)"
+            _ = try await Devices(env.database).register(
+                token: gone, userID: fixture.user.id, platform: "android", deviceModel: "Pixel", osVersion: "15", appVersion: "2.0")
+            try fcm.answer(gone, with: [.unregistered])
+            let job = JobID.random()
+            #expect(try await fixture.run(job, kind: "chat") == ["sent": 3, "unregistered": 1])
+            #expect(try peer.pushes().count == 2)
+            let message = try JSONValue(parsing: try #require(try fcm.messages().first))
+            #expect(message["token"] == .string("android-\(fixture.user.id)") && message["data"]?["jobId"] == .string(job.rawValue))
+            #expect(message["notification"]?["title"] == "CarbScan answered")
+            #expect(try await !fixture.deviceExists(gone))
+            #expect(try await fixture.run(job, attempt: 2) == ["sent": 0])
+            #expect(try fcm.requests().filter { $0.path != "/token" }.count == 2)
+            #expect(try fcm.requests().filter { $0.path == "/token" }.count == 1)
+        }
+    }
+
+    /// A service account Google refuses: Android pushes kill the job at once, said once per process.
+    @Test func aRefusedServiceAccountFailsJobsAndIsLoggedOnce() async throws {
+        let logs = CapturedLogs()
+        let fcm = try await FCMPeer.start()
+        defer { fcm.stop() }
+        let other = FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID().uuidString).pem").path
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        try await FCMPeer.makeKey(at: other)
+        try fcm.writeServiceAccount(keyPath: other, to: fcm.serviceAccountFile)
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        try await WorkerTestEnvironment.run { env in
+            let fixture = try await Fixture.make(env, peer, push: false, fcm: fcm, logger: logs.logger())
+            for _ in 0..<2 {
+                do {
+                    _ = try await fixture.run(.random())
+                    Issue.record("a refused service account was taken as sent")
+                } catch let failure as JobFailure {
+                    #expect(failure.kind == .permanent && failure.message.contains("invalid_grant"), "\(failure.message)")
+                }
+            }
+            #expect(logs.all.filter { $0.contains("service account") }.count == 1, "\(logs.all)")
+            #expect(try fcm.messages().isEmpty)
         }
     }
 }
