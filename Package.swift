@@ -226,7 +226,12 @@ let package = Package(
         ),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"]),
         // The environment reader, and the executable's reading of each part's settings through it.
-        .testTarget(name: "SettingsTests", dependencies: ["Settings", "carbscan", "API", "Accounts", "Workers", "Push"]),
+        .testTarget(
+            name: "SettingsTests",
+            dependencies: [
+                "Settings", "carbscan", "API", "Accounts", "Workers", "Push", .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
         .target(
