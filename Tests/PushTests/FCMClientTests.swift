@@ -97,4 +97,18 @@ import Testing
         #expect(second != first)
         #expect(try peer.requests().map(\.path) == ["/token", "/token"])
     }
+
+    /// FCM no longer takes the access token (401 UNAUTHENTICATED): a configuration answer for that push, and the
+    /// token is dropped, so the next push fetches a new one instead of failing alike until it expires.
+    @Test func aRefusedAccessTokenIsFetchedAgain() async throws {
+        let peer = try await FCMPeer.start()
+        defer { peer.stop() }
+        let client = try Self.client(peer)
+        defer { client.shutdown() }
+        try peer.answer(Self.device, with: [FCMPeer.Answer(401, nil)])
+        let refused = try await client.send(try await client.request(Self.notification, to: Self.device))
+        #expect(refused.verdict == .configuration && refused.summary == "401 UNAUTHENTICATED")
+        #expect(try await client.send(try await client.request(Self.notification, to: Self.device)).verdict == .accepted)
+        #expect(try peer.requests().filter { $0.path == "/token" }.count == 2)
+    }
 }

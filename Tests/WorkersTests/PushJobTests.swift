@@ -351,4 +351,30 @@ import Workers
             #expect(try fcm.messages().isEmpty)
         }
     }
+
+    /// Google's token endpoint unreachable: the Android device is not claimed, the job is retried, the iPhones pushed.
+    @Test func anUnreachableTokenEndpointIsRetried() async throws {
+        let fcm = try await FCMPeer.start()
+        defer { fcm.stop() }
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        let closed = "https://localhost:\(PrivateRedis.freeLoopbackPort())/token"
+        let account = try String(contentsOfFile: fcm.serviceAccountFile, encoding: .utf8)
+            .replacingOccurrences(of: "\(fcm.url)/token".replacingOccurrences(of: "/", with: "\\/"), with: closed)
+            .replacingOccurrences(of: "\(fcm.url)/token", with: closed)
+        try account.write(toFile: fcm.serviceAccountFile, atomically: true, encoding: .utf8)
+        try await WorkerTestEnvironment.run { env in
+            let fixture = try await Fixture.make(env, peer, fcm: fcm)
+            let job = JobID.random()
+            do {
+                _ = try await fixture.run(job)
+                Issue.record("an unreachable token endpoint was taken as sent")
+            } catch let failure as JobFailure {
+                #expect(failure.kind == .retryable && failure.message.contains("token endpoint is unreachable"), "\(failure.message)")
+            }
+            #expect(try peer.pushes().count == 2 && fcm.requests().isEmpty)
+            let android = try #require(try await Devices(env.database).find(token: "android-\(fixture.user.id)"))
+            #expect(try await !PushDeliveries(env.database).isClaimed(jobID: UUID(uuidString: job.rawValue)!, deviceID: android.id))
+        }
+    }
 }
