@@ -45,9 +45,9 @@ package struct PushDeliveries: Sendable {
     }
 
     /// Notes the provider's id of the accepted push (APNs' `apns-id`, FCM's message name).
-    package func accepted(jobID: UUID, deviceID: UUID, apnsID: String?) async throws {
+    package func accepted(jobID: UUID, deviceID: UUID, messageID: String?) async throws {
         try await db.execute(
-            "UPDATE push_deliveries SET apns_id = $3 WHERE job_id = $1 AND device_id = $2", [jobID, deviceID, apnsID])
+            "UPDATE push_deliveries SET message_id = $3 WHERE job_id = $1 AND device_id = $2", [jobID, deviceID, messageID])
     }
 
     /// Deletes claims older than `cutoff`: a push job is long over by then (its retries span an hour at most), so the

@@ -81,7 +81,7 @@ package struct PushJob: JobKind {
             }
             switch answer.verdict {
             case .accepted:
-                try await deliveries.accepted(jobID: jobUUID, deviceID: device.id, apnsID: answer.messageID)
+                try await deliveries.accepted(jobID: jobUUID, deviceID: device.id, messageID: answer.messageID)
                 result.sent += 1
             case .unregistered:
                 try await Devices(services.database).remove(id: device.id, unregisteredAt: answer.unregisteredAt)

@@ -111,8 +111,8 @@ import Workers
             #expect(try fixture.peer.requests().count == 2)
             // Each claim keeps APNs' id of its push, to trace it with Apple.
             let claims = try await fixture.env.database.query(
-                "SELECT apns_id FROM push_deliveries WHERE job_id = $1", [UUID(uuidString: job.rawValue)])
-            let traced = try Set(claims.map { row -> String? in try row.decode("apns_id") })
+                "SELECT message_id FROM push_deliveries WHERE job_id = $1", [UUID(uuidString: job.rawValue)])
+            let traced = try Set(claims.map { row -> String? in try row.decode("message_id") })
             #expect(try traced == Set(fixture.peer.pushes().map { Optional($0.apnsId) }))
 
             // Another job (a chat that failed) is pushed again, with its own words.
