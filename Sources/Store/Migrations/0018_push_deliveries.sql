@@ -1,6 +1,6 @@
 -- A device claimed for a push about a job (jobs/push.yml): written before the push is sent, so a redelivered push
--- job never sends a device a second one (at most once per device), and deleted again only when the provider asked for a
--- retry (429, 5xx) or could not be reached. A device that goes takes its claims with it.
+-- job never sends a device a second one (at most once per device), and deleted again only when the provider asked
+-- for a retry (429, 5xx) or could not be reached. A device that goes takes its claims with it.
 CREATE TABLE push_deliveries (
     job_id     uuid        NOT NULL,
     device_id  uuid        NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
