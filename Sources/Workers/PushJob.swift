@@ -15,7 +15,8 @@ import Store
 /// 5xx, no connection), so that a later attempt sends it. A call whose fate is unknown (a timeout, a connection lost
 /// mid-call) keeps its claim: a push lost is better than one shown twice. A token the provider calls gone (APNs 410
 /// or 400 `BadDeviceToken`, FCM `UNREGISTERED`) deletes the device; refused credentials (APNs 403, FCM 401/403 or a
-/// refused service account) are said once per process per provider, the job dead at once.
+/// refused service account) are said once per process per provider and make the job dead, after the other
+/// provider's devices were pushed.
 package struct PushJob: JobKind {
     package typealias Contract = PushContract
 
@@ -43,9 +44,13 @@ package struct PushJob: JobKind {
         var result = Contract.Result(sent: 0)
         var retries: [String] = []
         var retryAfter: Duration?
+        // Providers that refused our credentials in this attempt: their other devices are not tried (every push would
+        // be refused alike), the other provider's still are.
+        var misconfigured: [(provider: String, failure: JobFailure)] = []
         for device in try await deliveries.unclaimedDevices(jobID: jobUUID, userID: parameters.userId, platforms: platforms) {
             guard let client = client(for: device) else { continue }
             let provider = client.name
+            if misconfigured.contains(where: { $0.provider == provider }) { continue }
             // The rate token and the request first: between the claim and the send nothing can fail or wait but the
             // call itself, so a claim is never held by an attempt that did not send.
             try await services.acquire(forKind: Self.name)
@@ -53,8 +58,11 @@ package struct PushJob: JobKind {
             do {
                 request = try await client.request(notification, to: device.token)
             } catch let error as FCMError {
-                guard error.isRetryable else { throw configurationError("FCM", "\(error)") }
-                retries.append("FCM: \(error)")
+                if error.isRetryable {
+                    retries.append("FCM: \(error)")
+                } else {
+                    misconfigured.append(("FCM", configurationError("FCM", "\(error)")))
+                }
                 continue
             }
             guard try await deliveries.claim(jobID: jobUUID, deviceID: device.id) else { continue }
@@ -92,18 +100,20 @@ package struct PushJob: JobKind {
                 if let after = answer.retryAfter { retryAfter = max(retryAfter ?? .zero, after) }
             case .configuration:
                 try await deliveries.release(jobID: jobUUID, deviceID: device.id)
-                throw configurationError(provider, answer.summary)
+                misconfigured.append((provider, configurationError(provider, answer.summary)))
             case .refused:
                 context.logger.warning(
                     "\(provider) refused a push for good", metadata: ["device": "\(device.id)", "answer": "\(answer.summary)"])
                 result.refused = (result.refused ?? 0) + 1
             }
         }
-        // Only the devices given back are tried again: those sent, gone or refused keep their claims.
+        // Only the devices given back are tried again: those sent, gone or refused keep their claims. A provider that
+        // refused our credentials makes the job dead, once nothing is left that a retry could still deliver.
         if !retries.isEmpty {
             throw JobFailure.retryable(
                 "\(retries.count) device(s) to try again (\(result.sent) sent): \(retries[0])", after: retryAfter)
         }
+        if let first = misconfigured.first { throw first.failure }
         return result
     }
 

@@ -377,4 +377,30 @@ import Workers
             #expect(try await !PushDeliveries(env.database).isClaimed(jobID: UUID(uuidString: job.rawValue)!, deviceID: android.id))
         }
     }
+
+    /// One provider's refused credentials do not hold up the other's devices: with a key APNs does not know, the
+    /// Android device is still pushed through FCM, then the job dies naming APNs (and a redelivery sends nothing more).
+    @Test func aMisconfiguredProviderDoesNotStopTheOther() async throws {
+        let fcm = try await FCMPeer.start()
+        defer { fcm.stop() }
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        let otherKey = FileManager.default.temporaryDirectory.appendingPathComponent("other-\(UUID().uuidString).p8").path
+        defer { try? FileManager.default.removeItem(atPath: otherKey) }
+        try await APNsPeer.makeKey(at: otherKey)
+        try await WorkerTestEnvironment.run { env in
+            let fixture = try await Fixture.make(env, peer, keyPath: otherKey, fcm: fcm)
+            let job = JobID.random()
+            for attempt in 1...2 {
+                do {
+                    _ = try await fixture.run(job, attempt: attempt)
+                    Issue.record("a refused provider token was taken as sent")
+                } catch let failure as JobFailure {
+                    #expect(failure.kind == .permanent && failure.message.contains("APNs refused the provider token"), "\(failure.message)")
+                }
+            }
+            #expect(try fcm.messages().count == 1, "the Android device was not pushed, or pushed twice")
+            #expect(try peer.pushes().isEmpty && peer.requests().count == 2)
+        }
+    }
 }
