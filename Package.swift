@@ -105,6 +105,14 @@ let package = Package(
             name: "Mail",
             dependencies: ["CCurl"]
         ),
+        // Push providers: APNs (HTTP/2, ES256 provider tokens) and FCM HTTP v1 (RS256 service-account OAuth), over OutboundHTTP.
+        .target(
+            name: "Push",
+            dependencies: [
+                "OutboundHTTP", "JSON", "Durations", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "Store",
             dependencies: ["Postgres", .product(name: "Logging", package: "swift-log")],
@@ -175,7 +183,7 @@ let package = Package(
             name: "Workers",
             dependencies: [
                 "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "Push", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Registers every kind's handler (`Handlers+Kinds.swift`, from the files of jobs/).
@@ -185,7 +193,7 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail", "Telemetry", "Outbox", "Settings",
+                "AppStore", "Mail", "Push", "Telemetry", "Outbox", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -218,7 +226,12 @@ let package = Package(
         ),
         .testTarget(name: "RedisTests", dependencies: ["Redis", "TestSupport"]),
         // The environment reader, and the executable's reading of each part's settings through it.
-        .testTarget(name: "SettingsTests", dependencies: ["Settings", "carbscan", "API", "Accounts", "Workers"]),
+        .testTarget(
+            name: "SettingsTests",
+            dependencies: [
+                "Settings", "carbscan", "API", "Accounts", "Workers", "Push", .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         // Local stand-ins for providers outside the project (an OpenAI-compatible model), shared by test targets.
         .target(
@@ -231,14 +244,22 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Tests/TestSupport",
-            exclude: ["smtp_sink.py"]
+            exclude: ["smtp_sink.py", "apns_peer.py", "fcm_peer.py"]
         ),
         .testTarget(
             name: "WorkersTests",
             dependencies: [
-                "TestSupport", "Workers", "Queue", "Outbox", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail",
+                "TestSupport", "Workers", "Queue", "Outbox", "JSON", "Redis", "Postgres", "Store", "OutboundHTTP", "Mail", "Push",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The APNs client and its provider token against a local peer that answers as APNs does.
+        .testTarget(
+            name: "PushTests",
+            dependencies: [
+                "Push", "TestSupport", "JSON", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -252,7 +273,7 @@ let package = Package(
         .testTarget(
             name: "APITests",
             dependencies: [
-                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Outbox", "JSON", "Redis", "Workers", "TestSupport",
+                "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Outbox", "JSON", "Redis", "Workers", "Push", "TestSupport",
                 // The API is built from its settings as `carbscan serve` reads them (TestAPI's `environment:`).
                 "Settings", "carbscan",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -43,6 +43,7 @@ fi
 # The Python tools, from PyPI into .local/venv (ops/lib.sh), never into the system's Python.
 python_tool aiosmtpd aiosmtpd                                          # the tests' local SMTP server
 python_tool hypercorn 'hypercorn>=0.17,<1'                             # the client tests' and a benchmark's HTTP/2 server
+python_tool cryptography 'cryptography>=42,<50'                        # the tests' APNs peer checks ES256 provider tokens
 python_tool schemathesis 'schemathesis>=4.32,<5'                       # the API contract fuzzer (ops/contract.sh)
 python_tool kubernetes_validate 'kubernetes-validate>=1.32,<2'         # the deploy kit's manifests (ops/deploy/check.sh)
 python_tool yaml 'PyYAML>=6,<7'                                        # the deploy kit's structure checks (check.py)

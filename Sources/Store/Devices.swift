@@ -41,6 +41,14 @@ package struct Devices: Sendable {
         try await db.execute("DELETE FROM devices WHERE token = $1", [token]) > 0
     }
 
+    /// Removes a device APNs called gone (410 `Unregistered`): only if it was not registered again after
+    /// `unregisteredAt`, APNs' time of learning so (a token the app registered since then is valid again).
+    @discardableResult
+    package func remove(id: UUID, unregisteredAt: Date?) async throws -> Bool {
+        guard let unregisteredAt else { return try await db.execute("DELETE FROM devices WHERE id = $1", [id]) > 0 }
+        return try await db.execute("DELETE FROM devices WHERE id = $1 AND updated_at <= $2", [id, unregisteredAt]) > 0
+    }
+
     package func find(token: String) async throws -> Device? {
         try await db.query(
             "SELECT id, user_id, token, platform, device_model, os_version, app_version FROM devices WHERE token = $1", [token]

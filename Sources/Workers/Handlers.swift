@@ -2,6 +2,7 @@ import Logging
 import Mail
 import OutboundHTTP
 import Postgres
+import Push
 import Queue
 import Redis
 
@@ -36,10 +37,14 @@ package struct WorkerServices: Sendable {
     package var logger: Logger
     /// Sends the `email` kind's mail (`SMTP_URL`); nil: those jobs die with a configuration error.
     package var mailer: SMTPMailer?
+    /// Sends the `push` kind's notifications to iOS devices (`APNS_*`); nil: iOS devices get none.
+    package var push: APNsClient?
+    /// Sends them to Android devices (`FCM_SERVICE_ACCOUNT_FILE`); nil: Android devices get none.
+    package var fcm: FCMClient?
 
     package init(
         redis: RedisClient, prefix: String, catalog: JobCatalog, database: PostgresClient, http: HTTPClient, settings: WorkerSettings,
-        logger: Logger, mailer: SMTPMailer? = nil
+        logger: Logger, mailer: SMTPMailer? = nil, push: APNsClient? = nil, fcm: FCMClient? = nil
     ) {
         self.redis = redis
         self.prefix = prefix
@@ -49,5 +54,7 @@ package struct WorkerServices: Sendable {
         self.settings = settings
         self.logger = logger
         self.mailer = mailer
+        self.push = push
+        self.fcm = fcm
     }
 }

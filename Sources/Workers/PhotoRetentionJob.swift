@@ -7,7 +7,7 @@ import Store
 /// The `photo-retention` kind (jobs/photo-retention.yml): deletes stored meal photos older than
 /// `WorkerSettings.photoRetention`, oldest first, in short batches so no delete holds locks for long. Meals keep
 /// their rows (`meals.photo_id` is `ON DELETE SET NULL`). Idempotent: a re-run finds nothing left to delete.
-/// Last it deletes `Idempotency-Key`s older than their 24 hours.
+/// Last it deletes `Idempotency-Key`s older than their 24 hours and push claims older than a week.
 package struct PhotoRetentionJob: JobKind {
     package typealias Contract = PhotoRetentionContract
     package static let holdsDatabaseConnection = true
@@ -43,8 +43,12 @@ package struct PhotoRetentionJob: JobKind {
         try Task.checkCancellation()
         // Idempotency keys past their 24 hours: a retry that late is a new request.
         let keys = try await IdempotencyKeys(services.database).deleteExpired()
+        let claims = try await PushDeliveries(services.database).deleteClaimed(before: Date().addingTimeInterval(-7 * 86_400))
         context.logger.info(
-            "old meal photos deleted", metadata: ["deleted": "\(deleted)", "cutoff": "\(cutoff)", "idempotencyKeysDeleted": "\(keys)"])
+            "old meal photos deleted",
+            metadata: [
+                "deleted": "\(deleted)", "cutoff": "\(cutoff)", "idempotencyKeysDeleted": "\(keys)", "pushClaimsDeleted": "\(claims)",
+            ])
         return .init(
             photosDeleted: deleted, batches: batches, cutoff: ISO8601DateFormatter().string(from: cutoff))
     }

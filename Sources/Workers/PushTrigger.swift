@@ -59,7 +59,7 @@ package struct PushTrigger: WorkerObserver {
 
     /// The push job's id for job `id`: the same for every end of the job, distinct for distinct jobs (the id's bytes
     /// XOR a fixed mask that leaves the version and variant bits alone, a bijection on random UUIDs).
-    static func pushID(of id: JobID) -> JobID {
+    package static func pushID(of id: JobID) -> JobID {
         let mask: [UInt8] = [0x5a, 0x17, 0xc3, 0x9e, 0x21, 0x6b, 0x0d, 0xe4, 0x34, 0x88, 0x7f, 0x12, 0xa9, 0x46, 0xbe, 0x03]
         guard let uuid = UUID(uuidString: id.rawValue) else { return .random() }
         var bytes = withUnsafeBytes(of: uuid.uuid) { Array($0) }

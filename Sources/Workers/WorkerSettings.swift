@@ -1,9 +1,10 @@
 import AppStore
 import Foundation
 import JobContracts
+import Push
 
 /// Handlers' settings: `AI_*`, `LOGIN_WEBHOOK_*`, `STRIPE_*`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`,
-/// `SMTP_URL`, `APPSTORE_*` (the executable reads them once at start-up). Missing provider settings are not start-up
+/// `SMTP_URL`, `APPSTORE_*`, `APNS_*`, `FCM_*` (the executable reads them once at start-up). Missing provider settings are not start-up
 /// errors: the kinds that need them fail their jobs with a clear configuration error (dead at once), never a
 /// fabricated result.
 package struct WorkerSettings: Sendable {
@@ -36,6 +37,10 @@ package struct WorkerSettings: Sendable {
     package var mailFrom: String = "CarbScan <noreply@localhost>"
     /// The mail server of the `email` kind (`SMTP_URL`); nil: email jobs die with a configuration error.
     package var smtpURL: String?
+    /// The APNs provider API (`APNS_*`); nil: pushes are off, and `push` jobs end sending nothing.
+    package var push: PushSettings?
+    /// FCM HTTP v1 (`FCM_*`); nil: Android devices get no pushes.
+    package var fcm: FCMSettings?
 
     package init(
         aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini",

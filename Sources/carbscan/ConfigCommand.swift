@@ -98,6 +98,22 @@ struct ConfigCommand: AsyncParsableCommand {
                     ),
                     ("PHOTO_RETENTION_DAYS", "\(Int(workers.photoRetention.components.seconds / 86_400))"), ("MAIL_FROM", workers.mailFrom),
                 ]
+                if let push = workers.push {
+                    lines += [
+                        ("APNS_URL", push.url), ("APNS_TOPIC", push.topic), ("APNS_KEY_ID", push.keyID), ("APNS_TEAM_ID", push.teamID),
+                        ("APNS_KEY_PATH", "set (a P-256 key)"), ("APNS_CA_FILE", push.caFile ?? "(unset: the system's roots)"),
+                    ]
+                } else {
+                    lines.append(("APNS_KEY_PATH", "(unset: no iOS pushes)"))
+                }
+                if let fcm = workers.fcm {
+                    lines += [
+                        ("FCM_SERVICE_ACCOUNT_FILE", "\(fcm.clientEmail) (project \(fcm.projectID))"), ("FCM_URL", fcm.url),
+                        ("FCM_CA_FILE", fcm.caFile ?? "(unset: the system's roots)"),
+                    ]
+                } else {
+                    lines.append(("FCM_SERVICE_ACCOUNT_FILE", "(unset: no Android pushes)"))
+                }
             }
 
             let width = lines.map(\.0.count).max() ?? 0

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Mail
 import OutboundHTTP
+import Push
 import Queue
 import ServiceLifecycle
 import Settings
@@ -78,10 +79,18 @@ struct WorkCommand: AsyncParsableCommand {
                 throw CLIError("configuration: \(error)", exitCode: 78)
             }
             try SettingChecks.scanResetZone(settings.scanResetTimeZone, catalog: queue.catalog)
+            let observer = telemetry.map { HTTPClientMetrics(telemetry: $0) }
+            let push = settings.push.map { APNsClient(settings: $0, logger: logger, observer: observer) }
+            let fcm = settings.fcm.map { FCMClient(settings: $0, logger: logger, observer: observer) }
+            defer {
+                push?.shutdown()
+                fcm?.shutdown()
+            }
+            logPushes(settings, logger: logger)
             let services = WorkerServices(
                 redis: queue.redis, prefix: global.prefix, catalog: queue.catalog, database: database,
-                http: outboundClient(logger: logger, observer: telemetry.map { HTTPClientMetrics(telemetry: $0) }),
-                settings: settings, logger: logger, mailer: mailer)
+                http: outboundClient(logger: logger, observer: observer), settings: settings, logger: logger, mailer: mailer, push: push,
+                fcm: fcm)
             let registry = Handlers.registry(services: services)
             let unhandled = queue.catalog.kinds.keys.filter { registry.handler(for: $0) == nil }.sorted()
             if !unhandled.isEmpty {
@@ -106,8 +115,11 @@ struct WorkCommand: AsyncParsableCommand {
             let counters = ProcessCounters()
             options.observers.append(counters)
             if let telemetry { options.observers.append(JobMetrics(catalog: queue.catalog, telemetry: telemetry)) }
-            // Analyses and chats that end with nobody waiting are pushed to their owners' devices (jobs/push.yml).
-            if queue.catalog[PushTrigger.pushKind] != nil { options.observers.append(PushTrigger(queue: queue, logger: logger)) }
+            // Analyses and chats that end with nobody waiting are pushed to their owners' devices (jobs/push.yml), when
+            // pushes are configured here (the deploy kit gives every worker the same APNS_* and FCM_*).
+            if queue.catalog[PushTrigger.pushKind] != nil, settings.push != nil || settings.fcm != nil {
+                options.observers.append(PushTrigger(queue: queue, logger: logger))
+            }
             let worker = Worker(queue: queue, registry: registry, options: options, logger: logger)
             telemetry?.addWorkerGauges(concurrency: concurrency) { worker.busy }
             let beacon = ProcessBeacon(
@@ -140,6 +152,25 @@ extension WorkCommand {
     /// --concurrency 1000 held 256 calls to a 1 s model and did 247 chats/s (ops/bench/slow-provider.sh).
     func outboundClient(logger: Logger, observer: (any HTTPClientObserver)? = nil) -> HTTPClient {
         HTTPClient(options: HTTPClientOptions(maxConnectionsPerHost: max(256, concurrency)), logger: logger, observer: observer)
+    }
+}
+
+extension WorkCommand {
+    /// Said once at start-up: whether `push` jobs reach APNs and FCM, and which (never a key).
+    func logPushes(_ settings: WorkerSettings, logger: Logger) {
+        if let apns = settings.push {
+            logger.info(
+                "pushes go to APNs",
+                metadata: ["url": "\(apns.url)", "topic": "\(apns.topic)", "keyID": "\(apns.keyID)", "teamID": "\(apns.teamID)"])
+        } else {
+            logger.notice("pushes are off for iOS: APNS_KEY_PATH, APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC are unset")
+        }
+        if let fcm = settings.fcm {
+            logger.info(
+                "pushes go to FCM", metadata: ["url": "\(fcm.url)", "project": "\(fcm.projectID)", "account": "\(fcm.clientEmail)"])
+        } else {
+            logger.notice("pushes are off for Android: FCM_SERVICE_ACCOUNT_FILE is unset")
+        }
     }
 }
 

@@ -16,11 +16,17 @@ import Testing
         (["work"], "CARBSCAN_DURABLE_ENQUEUE", "17"), (["jobs", "enqueue", "noop"], "CARBSCAN_DURABLE_TIMEOUT_MS", "0"),
         (["config", "check"], "CARBSCAN_DURABLE_TIMEOUT_MS", "soon"), (["serve", "--port", "0"], "REFRESH_TOKEN_ROTATION", "maybe"),
         (["serve", "--port", "0"], "ACCESS_TOKEN_TTL", "2.5"), (["config", "check"], "APPSTORE_ENVIRONMENTS", "Staging"),
+        (["work"], "APNS_KEY_PATH", "/nonexistent/AuthKey.p8"), (["config", "check"], "APNS_KEY_PATH", "/nonexistent/AuthKey.p8"),
     ])
     func aWrongValueStopsTheProcessNamingIt(command: [String], variable: String, value: String) async throws {
         var environment = ["CARBSCAN_JOBS_DIR": Self.jobs, "CARBSCAN_PREFIX": "config-\(UUID().uuidString.prefix(8))", variable: value]
         if variable.hasPrefix("MAGIC_LINK") { environment["SMTP_URL"] = "smtp://127.0.0.1:9" }
         if variable.hasPrefix("APPSTORE") { environment["APPSTORE_BUNDLE_ID"] = "com.carbscan.test" }
+        if variable.hasPrefix("APNS") {
+            for (name, value) in ["APNS_KEY_ID": "KEY1234567", "APNS_TEAM_ID": "TEAM123456", "APNS_TOPIC": "com.carbscan.test"] {
+                environment[name] = environment[name] ?? value
+            }
+        }
         let result = try await CarbScanBinary.run(command, environment: environment, timeout: .seconds(20))
         #expect(result.status == 78, "\(command) with \(variable)=\(value): \(result.stderr)")
         #expect(result.stderr.contains("configuration: \(variable):"), "\(result.stderr)")

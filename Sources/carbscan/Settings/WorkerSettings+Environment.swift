@@ -1,11 +1,12 @@
 import AppStore
+import Push
 import Settings
 import Workers
 
 extension WorkerSettings {
     /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`,
     /// `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD` (`none`: no id member), `STRIPE_API_BASE`, `STRIPE_SECRET_KEY`,
-    /// `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`, `SMTP_URL`, `APPSTORE_*`:
+    /// `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`, `SMTP_URL`, `APPSTORE_*`, `APNS_*`, `FCM_*`:
     /// everything a worker process takes from its environment, read once at start-up.
     package init(environment: EnvironmentReader) throws(SettingError) {
         self.init()
@@ -26,5 +27,7 @@ extension WorkerSettings {
         mailFrom = environment.text("MAIL_FROM") ?? mailFrom
         smtpURL = environment.text("SMTP_URL")
         appStore = try AppStoreSettings(environment: environment)
+        push = try PushSettings(environment: environment)
+        fcm = try FCMSettings(environment: environment)
     }
 }

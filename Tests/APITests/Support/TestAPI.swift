@@ -8,6 +8,7 @@ import Logging
 import Mail
 import OutboundHTTP
 import Postgres
+import Push
 import Queue
 import Redis
 import Settings
@@ -179,15 +180,17 @@ struct TestAPI: Sendable {
     /// A worker in this process running every handler on the API's Postgres and Redis, serving `queue` until it is
     /// stopped; its HTTP client (for `settings`' providers) closes when the task ends.
     func startWorker(
-        queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4, mailer: SMTPMailer? = nil
+        queue name: String, settings: WorkerSettings = WorkerSettings(), concurrency: Int = 4, mailer: SMTPMailer? = nil,
+        alsoServing others: [String] = [], push: APNsClient? = nil, observers: [any WorkerObserver] = []
     ) -> (Worker, Task<Void, any Error>) {
         let http = HTTPClient(logger: TestAPI.logger)
         let services = WorkerServices(
             redis: queue.redis, prefix: queue.options.prefix, catalog: queue.catalog, database: database, http: http,
-            settings: settings, logger: TestAPI.logger, mailer: mailer)
+            settings: settings, logger: TestAPI.logger, mailer: mailer, push: push)
         var options = WorkerOptions(
-            queues: [(name, 1)], concurrency: concurrency, gracePeriod: .seconds(1), blockTimeout: .seconds(1),
+            queues: ([name] + others).map { ($0, 1) }, concurrency: concurrency, gracePeriod: .seconds(1), blockTimeout: .seconds(1),
             promoteInterval: .milliseconds(100))
+        options.observers = observers
         options.settlingQuota(database: database, queue: queue, logger: TestAPI.logger)
         let worker = Worker(queue: queue, registry: Handlers.registry(services: services), options: options, logger: TestAPI.logger)
         return (
