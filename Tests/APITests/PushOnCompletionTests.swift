@@ -23,7 +23,8 @@ import Workers
                 token: token, userID: account.id, platform: "ios", deviceModel: "iPhone", osVersion: "18.1", appVersion: "2.0")
             let key = try PushSettings.signingKey(pem: String(contentsOfFile: peer.keyPath, encoding: .utf8))
             let apns = APNsClient(
-                settings: PushSettings(url: peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
+                settings: PushSettings(
+                    url: peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
                 logger: TestAPI.logger)
             let (worker, task) = api.startWorker(
                 queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"), alsoServing: ["push"], push: apns,
@@ -36,7 +37,8 @@ import Workers
             let left = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "And pasta?"], headers: prefer)
             let leftID = try #require(left.data["jobId"].string)
             // 3. Accepted and followed on its event stream to the end.
-            let followed = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "And bread?"], headers: prefer)
+            let followed = try await client.call(
+                .post, "chat", token: account.accessToken, json: ["message": "And bread?"], headers: prefer)
             let followedID = try #require(followed.data["jobId"].string)
             let stream = try EventStreamClient(
                 "http://127.0.0.1:\(client.port ?? 0)/api/mobile/v1/jobs/\(followedID)/events", token: account.accessToken)
