@@ -169,15 +169,30 @@ import Testing
         }
     }
 
-    /// Streamed answers that are not whole: cut off at the length limit, ended cleanly without a finish reason or
-    /// `[DONE]`, or failed by the provider mid-answer (OpenAI's error event). Each fails the attempt, retryable.
+    /// A chunk whose delta is the whole answer, finishing nothing.
+    static let wholeAnswerChunk: String = {
+        let chunk: JSONValue = ["choices": [["index": 0, "delta": ["content": .string(answer.jsonString)], "finish_reason": nil]]]
+        return "data: " + chunk.jsonString + "\n\n"
+    }()
+
+    /// Streamed answers that are not whole: cut off at the length limit; the whole JSON but the stream ended cleanly
+    /// without a finish reason or `[DONE]`; failed by the provider mid-answer (OpenAI's error event). Each fails the
+    /// attempt, retryable, saying why.
     @Test(arguments: [
-        OpenAIServer.Reply.content(#"{"response":"Rice has","messageType":"general","followUpQuestions":[]"#, finishReason: "length"),
-        .eventStream(#"data: {"choices":[{"index":0,"delta":{"content":"{\"response\":\"Rice\"}"},"finish_reason":null}]}"# + "\n\n"),
-        .eventStream(
-            #"data: {"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"# + "\n\n"),
+        (
+            OpenAIServer.Reply.content(#"{"response":"Rice has","messageType":"general","followUpQuestions":[]"#, finishReason: "length"),
+            "cut off at the length limit"
+        ),
+        (.eventStream(wholeAnswerChunk), "stream ended before the answer did"),
+        (
+            .eventStream(
+                wholeAnswerChunk
+                    + #"data: {"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#
+                    + "\n\n"),
+            "server_error: The server had an error"
+        ),
     ])
-    func anUnfinishedStreamIsRetryable(_ reply: OpenAIServer.Reply) async throws {
+    func anUnfinishedStreamIsRetryable(_ reply: OpenAIServer.Reply, reason: String) async throws {
         let server = try await OpenAIServer.start(fallback: .json(Self.answer))
         defer { server.stop() }
         server.script([reply])
@@ -187,6 +202,7 @@ import Testing
                 Issue.record("an unfinished stream was taken for an answer")
             } catch let failure as JobFailure {
                 #expect(failure.kind == .retryable)
+                #expect(failure.message.contains(reason), "\(failure.message)")
             }
             #expect(try server.received.map(streamed) == [true])
         }
