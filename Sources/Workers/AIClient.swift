@@ -167,9 +167,10 @@ final class AIClient: Sendable {
         async throws -> T
     {
         let content = try content(from: response)
+        let answer = try decode(type, content)  // an answer that will not be stored is not published either
         var member = StreamedJSONField(name: field)
         await events.delta(member.feed(content))
-        return try decode(type, content)
+        return answer
     }
 
     private static func collect(_ response: HTTPStreamingResponse) async throws -> HTTPResponse {

@@ -179,4 +179,28 @@ struct HTTPClientStreamTests {
         }
         #expect(calls.all.map(\.error) == [.connect])
     }
+
+    /// Over HTTP/2 (as providers answer over HTTPS), server-sent events as they come: the first is read while the
+    /// peer holds the rest back.
+    @Test func eventsArriveOverHTTP2BeforeTheResponseEnds() async throws {
+        let peer = try await H2Peer.start()
+        let client = HTTPClient(options: .init(caBundlePath: peer.caBundlePath))
+        defer { client.shutdown() }
+        let response = try await client.stream(HTTPRequest(url: peer.tlsURL("/events?n=3")))
+        #expect(response.status == 200)
+        #expect(response.header("content-type") == "text/event-stream")
+        var parser = ServerSentEventParser()
+        var events: [ServerSentEvent] = []
+        var released = false
+        for try await chunk in response.body {
+            events += parser.feed(chunk)
+            if !released, !events.isEmpty {
+                #expect(try await peer.stats(client).eventsFinished == 0)
+                _ = try await client.send(HTTPRequest(url: peer.clearURL("/release")))
+                released = true
+            }
+        }
+        #expect(events.map(\.data) == ["1", "2", "3"])
+        #expect(try await peer.stats(client).eventsFinished == 1)
+    }
 }
