@@ -14,15 +14,22 @@ final class OutboundCall: Sendable {
     let tls: Bool
     let connectTimeout: Duration?
     let totalTimeout: Duration?
+    /// Where the body goes as it arrives (``HTTPClient/stream(_:connectTimeout:totalTimeout:)``); nil: it is
+    /// collected and returned whole.
+    let sink: BodySink?
     let started = ContinuousClock.now
 
-    init(id: UInt64, request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?) {
+    init(
+        id: UInt64, request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?,
+        sink: BodySink? = nil
+    ) {
         self.id = id
         self.request = request
         self.host = host
         self.tls = tls
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
+        self.sink = sink
     }
 }
 
@@ -117,15 +124,18 @@ final class CurlMultiThread: Sendable {
     }
 
     /// A call to submit, with an id of its own.
-    func call(_ request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?) -> OutboundCall {
+    func call(
+        _ request: HTTPRequest, host: String, tls: Bool, connectTimeout: Duration?, totalTimeout: Duration?, sink: BodySink? = nil
+    ) -> OutboundCall {
         let id = state.withLock { state in
             state.lastID += 1
             return state.lastID
         }
-        return OutboundCall(id: id, request: request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+        return OutboundCall(
+            id: id, request: request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout, sink: sink)
     }
 
-    /// Waits for the call's response. The closures capture the call and the thread only: their frames are kept for
+    /// Waits for the call's response (a streamed call's: its status and headers, the body going to its sink). The closures capture the call and the thread only: their frames are kept for
     /// as long as the call waits.
     func submit(_ call: OutboundCall) async -> Result<HTTPResponse, HTTPClientError> {
         await withTaskCancellationHandler {
@@ -148,7 +158,8 @@ final class CurlMultiThread: Sendable {
         if let refusal { pending.continuation.resume(returning: .failure(refusal)) }
     }
 
-    private func cancel(_ id: UInt64) {
+    /// Aborts the call if it is queued or running; its caller gets ``HTTPClientError/Code/cancelled``.
+    func cancel(_ id: UInt64) {
         state.withLock { state in
             guard !state.closed else { return }
             state.cancelled.append(id)

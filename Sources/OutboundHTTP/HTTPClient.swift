@@ -46,12 +46,54 @@ package final class HTTPClient: Sendable {
         return try finish(call, await thread.submit(call))
     }
 
+    /// Sends a request and returns as soon as the response's status and headers have arrived, its body following as
+    /// libcurl reads it (server-sent events, a model writing its answer). Any HTTP status is a response.
+    ///
+    /// Everything ``send(_:connectTimeout:totalTimeout:)`` promises holds for the whole exchange, body included:
+    /// the total timeout, ``HTTPClientOptions/maxResponseBytes`` (the body then throws
+    /// ``HTTPClientError/Code/responseTooLarge``), and the observer, told once when the body ends (from the client's
+    /// thread) or is abandoned. Cancelling the calling task while the head is awaited, or the task reading the body
+    /// while it arrives, or dropping the body unread, aborts the transfer.
+    package func stream(
+        _ request: HTTPRequest, connectTimeout: Duration? = nil, totalTimeout: Duration? = nil
+    ) async throws(HTTPClientError) -> HTTPStreamingResponse {
+        let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        let sink = BodySink(continuation)
+        let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout, sink: sink)
+        // Called once, when the sink is finished (the transfer ended, on the client's thread) or when the reader
+        // goes away first (cancelled or dropped), which must abort the transfer.
+        continuation.onTermination = { [thread, observer] termination in
+            var error: HTTPClientError.Code?
+            switch termination {
+            case .cancelled:
+                thread.cancel(call.id)
+                error = .cancelled
+            case .finished(let failure):
+                error = failure.map { ($0 as? HTTPClientError)?.code ?? .transport }
+            @unknown default:
+                error = .transport
+            }
+            let duration = ContinuousClock.now - call.started
+            observer?.requestFinished(
+                provider: call.request.provider, status: error == nil ? sink.status : nil, error: error, duration: duration)
+        }
+        switch await thread.submit(call) {
+        case .success(let head):
+            return HTTPStreamingResponse(status: head.status, headers: head.headers, body: HTTPResponseBody(chunks: chunks, sink: sink))
+        case .failure(let error):
+            sink.finish(.failure(error))  // refused before it reached the thread: nothing else finishes it
+            throw error
+        }
+    }
+
     /// The call to submit. A URL that cannot be sent fails here, and is reported like any other failure.
     @inline(never)
-    private func call(_ request: HTTPRequest, connectTimeout: Duration?, totalTimeout: Duration?) throws(HTTPClientError) -> OutboundCall {
+    private func call(
+        _ request: HTTPRequest, connectTimeout: Duration?, totalTimeout: Duration?, sink: BodySink? = nil
+    ) throws(HTTPClientError) -> OutboundCall {
         do {
             let (host, tls) = try Self.target(of: request)
-            return thread.call(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+            return thread.call(request, host: host, tls: tls, connectTimeout: connectTimeout, totalTimeout: totalTimeout, sink: sink)
         } catch {
             observer?.requestFinished(provider: request.provider, status: nil, error: error.code, duration: .zero)
             throw error

@@ -23,6 +23,10 @@ final class Transfer {
 
     private var headers: [(name: String, value: String)] = []
     private var body: [UInt8] = []
+    /// A streamed transfer's body goes here as it arrives, and the caller is answered with the head alone.
+    private let sink: BodySink?
+    /// The bytes of a streamed body so far (a collected one counts `body`).
+    private var streamedBytes = 0
     /// Set when a callback aborted the transfer because the body would pass `maxResponseBytes`.
     private var tooLarge = false
 
@@ -41,6 +45,7 @@ final class Transfer {
         self.continuation = pending.continuation
         self.easy = easy
         self.maxResponseBytes = options.maxResponseBytes
+        self.sink = pending.call.sink
         self.deadline = started + (pending.call.totalTimeout ?? options.totalTimeout)
         errorBuffer.initialize(to: 0)
         do {
@@ -66,6 +71,8 @@ final class Transfer {
         // cleartext host stays "unknown" to libcurl until its first response arrives, and every other request to it
         // would wait that long.
         if pending.call.tls { try set(CURLOPT_PIPEWAIT, 1) }
+        // A streamed caller is answered at the end of the final head: a proxy's CONNECT answer must not look like it.
+        if sink != nil { try set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1) }
         try set(CURLOPT_FOLLOWLOCATION, 0)
         // libcurl gives a transfer that sends its body over HTTP/2 (or one over 64 KiB) a 64 KiB upload buffer, held
         // until the transfer ends; 16 KiB is its smallest. 10,000 POSTs of 1 KiB held over HTTP/2: 28.4 → 24.3 KB of
@@ -144,7 +151,11 @@ final class Transfer {
             headers.removeAll()
             return line.count
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return line.count }  // blank line
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+            // The blank line: a streamed caller gets the head now, unless it ends an interim (1xx) response.
+            if sink != nil { answerWithHead(finalOnly: true) }
+            return line.count
+        }
         let name = String(decoding: line[..<colon], as: UTF8.self).trimmingCharacters(in: .whitespaces)
         let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         headers.append((name: name, value: value))
@@ -156,12 +167,35 @@ final class Transfer {
     }
 
     private func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {
+        if let sink { return stream(chunk, to: sink) }
         guard body.count + chunk.count <= maxResponseBytes else {
             tooLarge = true
             return 0
         }
         body.append(contentsOf: chunk)
         return chunk.count
+    }
+
+    private func stream(_ chunk: UnsafeRawBufferPointer, to sink: BodySink) -> Int {
+        guard streamedBytes + chunk.count <= maxResponseBytes else {
+            tooLarge = true
+            return 0
+        }
+        streamedBytes += chunk.count
+        answerWithHead(finalOnly: false)
+        sink.yield(chunk)
+        return chunk.count
+    }
+
+    /// Answers a streamed caller with the status and headers, once. `finalOnly`: not if the status is interim.
+    private func answerWithHead(finalOnly: Bool) {
+        guard let continuation else { return }
+        var status = 0
+        _ = carbscan_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        if finalOnly && status < 200 { return }
+        sink?.received(status: status)
+        continuation.resume(returning: .success(HTTPResponse(status: status, headers: headers)))
+        self.continuation = nil
     }
 
     /// The result of a transfer libcurl reported done with `code`.
@@ -193,10 +227,12 @@ final class Transfer {
         }
     }
 
-    /// Hands the result to the waiting caller; later calls do nothing.
+    /// Hands the result to the waiting caller; later calls do nothing. A streamed caller may have had the head
+    /// already: its body ends here, whole or with the error.
     func resume(with result: Result<HTTPResponse, HTTPClientError>) {
         continuation?.resume(returning: result)
         continuation = nil
+        if let sink { sink.finish(result) }
     }
 
     /// Frees the easy handle and everything it pointed at. The handle must already be out of the multi handle.

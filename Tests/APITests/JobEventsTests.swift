@@ -39,6 +39,11 @@ import Workers
             #expect(ids.count == events.count && ids == ids.sorted { Self.order($0, $1) })
             let running = JSON(parsing: events[1].data)
             #expect(running["status"].string == "running" && running["attempts"].int == 1 && running["result"].exists == false)
+            // The answer as the model wrote it: the deltas, in order, between running and the end.
+            let deltas = events.filter { $0.name == "delta" }
+            #expect(!deltas.isEmpty && events[2..<(events.count - 1)].allSatisfy { $0.name == "delta" })
+            #expect(
+                deltas.map { JSON(parsing: $0.data)["text"].string ?? "" }.joined() == "A medium banana has about 27 g of carbohydrates.")
             let last = JSON(parsing: try #require(events.last).data)
             #expect(last["id"].string == jobID && last["status"].string == "succeeded")
             #expect(last["result"]["response"].string == "A medium banana has about 27 g of carbohydrates.")
@@ -68,7 +73,8 @@ import Workers
             let url = Self.url(client, client.port, "jobs/\(jobID)/events")
             let whole = try EventStreamClient(url, token: account.accessToken)
             #expect(try await whole.waitForEnd())
-            #expect(whole.events.map(\.name) == ["queued", "running", "succeeded"])
+            #expect(whole.events.map(\.name).filter { $0 != "delta" } == ["queued", "running", "succeeded"])
+            #expect(whole.events.count > 3, "the answer streamed in deltas")
             for (index, event) in whole.events.enumerated() {
                 let eventID = try #require(event.id)
                 let resumed = try EventStreamClient(url, token: account.accessToken, headers: ["Last-Event-ID": eventID])

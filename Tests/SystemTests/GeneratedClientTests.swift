@@ -147,6 +147,7 @@ import Testing
                 return
             }
             #expect(answer.response == "A cup of cooked rice has about 45 g of carbohydrates.")
+            #expect(events.compactMap(\.text).joined() == answer.response, "the deltas are the answer as it was written")
             let states = events.map(\.name).filter { $0 != "delta" }
             #expect(states == ["queued", "running", "succeeded"], "\(events.map(\.name))")
             let ids = events.compactMap(\.id)

@@ -7,7 +7,9 @@ import OutboundHTTP
 ///
 /// - `/info?ms=&until=`: answers once `until` requests have been in flight together (at most 20 s) and `ms` more
 ///   have passed, with JSON naming the HTTP version and the client's port (its connection).
-/// - `/stats`: the most `/info` requests in flight at once and every client port `/info` saw.
+/// - `/stats`: the most `/info` requests in flight at once, every client port `/info` saw, and how many `/events`
+///   responses were written to their end.
+/// - `/events?n=`: server-sent events `data: 1`, then nothing until `/release` (at most 20 s), then `data: 2` to `n`.
 final class H2Peer {
     struct Info: Decodable {
         var httpVersion: String
@@ -17,6 +19,7 @@ final class H2Peer {
     struct Stats: Decodable {
         var maxInFlight: Int
         var ports: [Int]
+        var eventsFinished: Int
     }
 
     /// The peer's JSON, snake_case keys and all.

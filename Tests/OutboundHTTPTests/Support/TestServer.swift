@@ -11,7 +11,11 @@ import Synchronization
 /// - `/redirect`: 302 to `/echo`.
 /// - `/slow?ms=`: answers after sleeping; counts requests started in ``Stats/slowStarted``.
 /// - `/bytes?count=`: that many bytes, with `Content-Length`; HEAD announces the length and sends nothing.
-/// - `/stream?chunks=&size=&delayMs=`: chunked body without `Content-Length`, written chunk by chunk.
+/// - `/stream?chunks=&size=&delayMs=`: chunked body without `Content-Length`, written chunk by chunk; a write that
+///   fails (the client went away) counts in ``Stats/streamsAborted``.
+/// - `/hold?first=`: the head and `first` (if any), then nothing until ``Stats/release()``, then `rest` and the end;
+///   ``Stats/holdFinished`` says whether it got that far.
+/// - `/broken?chunks=`: that many 1 KiB chunks, then the connection is closed without the chunked body's end.
 /// - `/announce?length=`: announces `Content-Length: length`, writes 1 KiB, then stalls for 10 s.
 /// - `/id/{n}`: answers `n` after 100 ms; tracks the most requests in flight at once in ``Stats/maxInFlight``.
 /// - `/client-port`: the client's TCP port, showing which connection carried the request.
@@ -21,12 +25,22 @@ struct TestServer: Sendable {
             var slowStarted = 0
             var inFlight = 0
             var maxInFlight = 0
+            var streamsAborted = 0
+            var released = false
+            var holdFinished = false
         }
 
         private let counts = Mutex(Counts())
 
         var slowStarted: Int { counts.withLock { $0.slowStarted } }
         var maxInFlight: Int { counts.withLock { $0.maxInFlight } }
+        var streamsAborted: Int { counts.withLock { $0.streamsAborted } }
+        var holdFinished: Bool { counts.withLock { $0.holdFinished } }
+
+        func release() { counts.withLock { $0.released = true } }
+        fileprivate var released: Bool { counts.withLock { $0.released } }
+        fileprivate func holdFinish() { counts.withLock { $0.holdFinished = true } }
+        fileprivate func streamAborted() { counts.withLock { $0.streamsAborted += 1 } }
 
         fileprivate func slowStart() { counts.withLock { $0.slowStarted += 1 } }
 
@@ -69,6 +83,7 @@ struct TestServer: Sendable {
     }
 
     struct ServerDidNotStart: Error {}
+    struct BrokenOnPurpose: Error {}
 
     struct Context: RequestContext {
         var coreContext: CoreRequestContextStorage
@@ -128,11 +143,37 @@ struct TestServer: Sendable {
             return Response(
                 status: .ok,
                 body: ResponseBody { writer in
-                    for _ in 0..<chunks {
-                        try await writer.write(ByteBuffer(repeating: 0x62, count: size))
-                        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+                    do {
+                        for _ in 0..<chunks {
+                            try await writer.write(ByteBuffer(repeating: 0x62, count: size))
+                            if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+                        }
+                    } catch {
+                        stats.streamAborted()
+                        throw error
                     }
                     try await writer.finish(nil)
+                })
+        }
+        router.get("hold") { request, _ -> Response in
+            let first = request.uri.queryParameters["first"].map(String.init) ?? ""
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain"],
+                body: ResponseBody { writer in
+                    if !first.isEmpty { try await writer.write(ByteBuffer(string: first)) }
+                    for _ in 0..<3000 where !stats.released { try await Task.sleep(for: .milliseconds(10)) }
+                    try await writer.write(ByteBuffer(string: "rest"))
+                    stats.holdFinish()
+                    try await writer.finish(nil)
+                })
+        }
+        router.get("broken") { request, _ -> Response in
+            let chunks = request.uri.queryParameters.get("chunks", as: Int.self) ?? 1
+            return Response(
+                status: .ok,
+                body: ResponseBody { writer in
+                    for _ in 0..<chunks { try await writer.write(ByteBuffer(repeating: 0x64, count: 1024)) }
+                    throw BrokenOnPurpose()
                 })
         }
         router.get("announce") { request, _ -> Response in

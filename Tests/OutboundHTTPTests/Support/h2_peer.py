@@ -5,7 +5,10 @@ Usage: python3 h2_peer.py CERT KEY MAX_STREAMS
 Prints "ports TLS_PORT CLEAR_PORT" once both listen. MAX_STREAMS is the SETTINGS_MAX_CONCURRENT_STREAMS it sends.
   GET /info?ms=N&until=K  waits until K requests are in flight, once (at most 20 s), then N ms, then answers JSON: the
                   request's HTTP version ("2", "1.1") and the client's TCP port, which tells the connection that carried it.
-  GET /stats      JSON: the most /info requests in flight at once, and every client port /info saw.
+  GET /stats      JSON: the most /info requests in flight at once, every client port /info saw, and how many
+                  /events responses were written to their end.
+  GET /events?n=N server-sent events: `data: 1`, then nothing until /release (at most 20 s), then `data: 2` to `N`.
+  GET /release    lets the held /events responses go on.
 """
 import asyncio
 import json
@@ -21,10 +24,12 @@ in_flight = 0
 max_in_flight = 0
 ports = set()
 reached = set()  # the `until` barriers already met: later requests pass them
+released = False
+events_finished = 0
 
 
 async def app(scope, receive, send):
-    global in_flight, max_in_flight
+    global in_flight, max_in_flight, released, events_finished
     if scope["type"] == "lifespan":
         while True:
             message = await receive()
@@ -50,7 +55,23 @@ async def app(scope, receive, send):
             in_flight -= 1
         body = {"http_version": scope["http_version"], "client_port": scope["client"][1]}
     elif scope["path"] == "/stats":
-        body = {"max_in_flight": max_in_flight, "ports": sorted(ports)}
+        body = {"max_in_flight": max_in_flight, "ports": sorted(ports), "events_finished": events_finished}
+    elif scope["path"] == "/release":
+        released = True
+        body = {}
+    elif scope["path"] == "/events":
+        count = int(parse_qs(scope["query_string"].decode()).get("n", ["1"])[0])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        waited = 0
+        while not released and waited < 2000:
+            await asyncio.sleep(0.01)
+            waited += 1
+        for n in range(2, count + 1):
+            await send({"type": "http.response.body", "body": f"data: {n}\n\n".encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+        events_finished += 1
+        return
     else:
         await send({"type": "http.response.start", "status": 404, "headers": []})
         await send({"type": "http.response.body", "body": b""})
