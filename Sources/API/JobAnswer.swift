@@ -67,6 +67,15 @@ enum JobAnswer {
 }
 
 extension JobAnswer {
+    /// Whether the client reads event streams at all (`Accept` lists `text/event-stream` with a quality above 0).
+    static func acceptsEventStream(_ request: Request) -> Bool {
+        request.headers[values: .accept].flatMap { $0.split(separator: ",") }.contains { range in
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return parts.first == "text/event-stream" && quality > 0
+        }
+    }
+
     /// Whether the client prefers the job's event stream (`Accept: text/event-stream`) to the JSON answer: it must rank
     /// the stream above JSON (`application/json`, or a wildcard that covers it). A client that accepts both equally
     /// (the generated client sends `application/json, text/event-stream`) gets the seed's JSON.

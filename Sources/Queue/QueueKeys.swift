@@ -21,6 +21,9 @@ public struct QueueKeys: Sendable, Hashable {
     public func job(_ id: JobID) -> String { base + "job:" + id.rawValue }
     /// The job's events for its followers (`GET /jobs/{id}/events`): a capped stream beside its record.
     public func jobEvents(_ id: JobID) -> String { base + "job:" + id.rawValue + ":ev" }
+    /// Set (for an hour) while a client follows the job's event stream: a handler that can stream its output (a chat)
+    /// does so only then, or when its producer asked for it.
+    public func jobFollowed(_ id: JobID) -> String { base + "job:" + id.rawValue + ":fl" }
     /// Set (for an hour) once a request of the job's owner was answered with its end: the API's short wait, a long
     /// poll, or the event stream. A push about the job is sent only while it is not set.
     public func resultSeen(_ id: JobID) -> String { base + "job:" + id.rawValue + ":seen" }

@@ -46,13 +46,14 @@ package struct ChatJob: JobKind {
     /// was accepted is the job's reservation: the queue charges it when the job succeeds and gives it back when the
     /// job dies or is cancelled (``QuotaLedger``); an outage settles nothing: the job waits.
     ///
-    /// When the job's events are recorded, the model streams its answer and the text of `response` is published as
-    /// `delta`s while it arrives: they concatenate to the model's `response` as written, which the stored answer is
-    /// after ``tidy(_:)`` (trimmed, at most 8,000 characters; the result carries it). Unrecorded, the call is the
-    /// one-shot one: a streamed answer costs an event parse per chunk and nobody would read it.
+    /// When the client asked for it (`stream`: it reads event streams) or follows the job's events as the job starts,
+    /// the model streams its answer and the text of `response` is published as `delta`s while it arrives: they concatenate to the model's `response` as written, which the stored answer is
+    /// after ``tidy(_:)`` (trimmed, at most 8,000 characters; the result carries it). Otherwise the call is the
+    /// one-shot one: a streamed answer cost 4× the worker CPU per chat (1,650–1,787 against 400 µs,
+    /// ops/bench/slow-provider.sh, 2026-11-27) and nobody would read it.
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         let answer =
-            context.events.isRecording
+            await Self.streams(parameters, context.events)
             ? try await streamedAnswer(parameters.message, context.events)
             : try await ai.complete(Answer.self, Self.request(parameters.message, ai))
         let reply = try Self.tidy(answer)
@@ -67,6 +68,13 @@ package struct ChatJob: JobKind {
     @inline(never)
     private func streamedAnswer(_ message: String, _ events: JobEvents) async throws -> Answer {
         try await ai.complete(Answer.self, Self.streamableRequest(message, ai), streaming: "response", to: events)
+    }
+
+    /// Whether the answer is worth streaming: the client asked for it, or someone follows the job now.
+    @inline(never)
+    static func streams(_ parameters: Parameters, _ events: JobEvents) async -> Bool {
+        if parameters.stream == true { return events.isRecording }
+        return await events.hasFollowers()
     }
 
     @inline(never)

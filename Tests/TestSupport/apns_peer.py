@@ -19,12 +19,10 @@ Prints "port PORT" once it listens.
   Only POST is allowed (405 MethodNotAllowed). Only h2 is offered by ALPN; a client that goes on in HTTP/1.1 all
   the same gets 505, never a push.
 """
-import asyncio
 import base64
 import json
 import os
 import re
-import socket
 import sys
 import time
 import uuid
@@ -32,8 +30,7 @@ import uuid
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
+from tls_peer import serve_until_orphaned
 
 PUSH_TYPES = {"alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk"}
 certificate, key, public_key_path, key_id, team_id, topic, directory = sys.argv[1:8]
@@ -172,27 +169,4 @@ async def app(scope, receive, send):
 
 
 if __name__ == "__main__":
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = Config()
-    config.certfile, config.keyfile = certificate, key
-    config.alpn_protocols = ["h2"]
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.errorlog = None
-    print(f"port {port}", flush=True)
-    parent = os.getppid()
-
-    async def main():
-        # A test process that dies never stops its peer: the peer stops when it is orphaned.
-        server = asyncio.ensure_future(serve(app, config))
-        while not server.done() and os.getppid() == parent:
-            await asyncio.sleep(0.5)
-        server.cancel()
-
-    try:
-        asyncio.run(main())
-    except asyncio.CancelledError:
-        pass
+    serve_until_orphaned(app, certificate, key, alpn=["h2"])

@@ -18,13 +18,11 @@ Prints "port PORT" once it listens; the token endpoint is https://localhost:PORT
       valid send to that token gets first, one per send, in order (read at each send).
   DIR/requests.jsonl  one line per request: path, status, the device token and the message for a send.
 """
-import asyncio
 import base64
 import json
 import os
 import re
 import secrets
-import socket
 import sys
 import time
 import uuid
@@ -33,8 +31,7 @@ from urllib.parse import parse_qs
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
+from tls_peer import serve_until_orphaned
 
 certificate, key, public_key_path, client_email, project, directory = sys.argv[1:7]
 public_key = serialization.load_pem_public_key(open(public_key_path, "rb").read())
@@ -155,26 +152,4 @@ async def app(scope, receive, send):
 
 
 if __name__ == "__main__":
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = Config()
-    config.certfile, config.keyfile = certificate, key
-    config.bind = [f"fd://{sock.detach()}"]
-    config.accesslog = None
-    config.errorlog = None
-    print(f"port {port}", flush=True)
-    parent = os.getppid()
-
-    async def main():
-        # A test process that dies never stops its peer: the peer stops when it is orphaned.
-        server = asyncio.ensure_future(serve(app, config))
-        while not server.done() and os.getppid() == parent:
-            await asyncio.sleep(0.5)
-        server.cancel()
-
-    try:
-        asyncio.run(main())
-    except asyncio.CancelledError:
-        pass
+    serve_until_orphaned(app, certificate, key)

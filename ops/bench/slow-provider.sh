@@ -5,7 +5,9 @@
 # out of the way in a copy of jobs/.
 #   ops/bench/slow-provider.sh [--runs 3] [--delays "1000 5000"] [--kinds "chat analysis"] [--jobs 20000]
 #                              [--carbscan "1000 10000"] [--sidekiq "2x1000"] [--photo-bytes 32768]
-#                              [--bin-dir DIR] [--out FILE]
+#                              [--bin-dir DIR] [--out FILE] [--no-events]
+# --no-events: the copied job files without `events: true`, so a chat asks its model unstreamed and its job keeps no
+# event log (the cost of following jobs, measured against the default).
 # --carbscan: `carbscan work --concurrency` levels (1000 is the default); --sidekiq: PROCESSESxCONCURRENCY (2x1000 was
 # Sidekiq's best on 2 cores, 2026-11-25). A run at
 # concurrency C gets min(--jobs, 5·C) jobs (at least five full rounds of the model's delay, or --jobs).
@@ -17,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3 delays="1000 5000" kinds="chat analysis" jobs=20000 carbscan_levels="1000 10000" sidekiq_levels="2x1000"
-photo_bytes=32768 bin_dir="" out=""
+photo_bytes=32768 bin_dir="" out="" events=on
 while (($#)); do
     case $1 in
         --runs) runs=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while (($#)); do
         --photo-bytes) photo_bytes=$2; shift 2 ;;
         --bin-dir) bin_dir=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
+        --no-events) events=off; shift ;;
         *) sed -n '2,15p' "$0" >&2; exit 64 ;;
     esac
 done
@@ -58,6 +61,10 @@ mkdir -p "$work/jobs"
 cp jobs/*.yml "$work/jobs/"
 sed -i 's/^rate_limit: { name: ai, .*}/rate_limit: { name: ai, per_second: 1000000, burst: 1000000 }/' "$work/jobs/chat.yml" "$work/jobs/analysis.yml"
 grep -q 'per_second: 1000000' "$work/jobs/chat.yml" && grep -q 'per_second: 1000000' "$work/jobs/analysis.yml"
+if [[ $events == off ]]; then
+    sed -i '/^events: true/d' "$work/jobs/chat.yml" "$work/jobs/analysis.yml"
+    ! grep -q '^events:' "$work/jobs/chat.yml" "$work/jobs/analysis.yml"
+fi
 export CARBSCAN_JOBS_DIR=$work/jobs LOG_LEVEL=warning
 "$bin_dir/carbscan" migrate >&2
 

@@ -4,6 +4,10 @@ analysis handler expects (a request with an image part is an analysis).
 
   python3 slow_model.py PORT DELAY_MS
 
+A request with `"stream":true` (carbscan's chat, when its events are recorded) gets the same answer as OpenAI's
+server-sent `chat.completion.chunk`s, four characters of content per chunk (about a token each), all written at once
+after the delay (the client parses every chunk as a real stream would make it).
+
 It only counts: GET /stats gives requests, in flight now and at most, and the wall time of the first request and
 the last answer; POST /stats/reset zeroes them. One asyncio event loop with a bare HTTP/1.1 protocol (Content-Length
 bodies, keep-alive, no chunked requests: neither libcurl nor Net::HTTP sends them here) and a timer per request:
@@ -26,10 +30,27 @@ def completion(content):
     return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
-CHAT = completion({
+def streamed(content):
+    text = json.dumps(content)
+    events = []
+    for start in range(0, len(text), 4):
+        chunk = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-4o-mini",
+                 "choices": [{"index": 0, "delta": {"content": text[start:start + 4]}, "finish_reason": None}]}
+        events.append(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    last = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1700000000, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    events.append(b"data: " + json.dumps(last).encode() + b"\n\n")
+    events.append(b"data: [DONE]\n\n")
+    body = b"".join(events)
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+CHAT_CONTENT = {
     "response": "A medium apple has about 25 g of carbohydrates, 4 g of them fibre.", "messageType": "carb_lookup",
     "followUpQuestions": ["And a banana?", "How about apple juice?"],
-})
+}
+CHAT = completion(CHAT_CONTENT)
+CHAT_STREAMED = streamed(CHAT_CONTENT)
 ANALYSIS = completion({
     "compositeItemName": "Spaghetti bolognese", "carbEstimate": 72, "confidenceLow": 60, "confidenceHigh": 85,
     "confidenceLevel": 0.8, "analysis": "About 250 g of cooked spaghetti (70 g carbs) and a tomato meat sauce (2 g).",
@@ -88,7 +109,7 @@ class Model(asyncio.Protocol):
             stats.peak = max(stats.peak, stats.in_flight)
             if stats.first is None:
                 stats.first = time.time()
-            answer = ANALYSIS if b'"image_url"' in body else CHAT
+            answer = ANALYSIS if b'"image_url"' in body else CHAT_STREAMED if b'"stream":true' in body else CHAT
             asyncio.get_running_loop().call_later(self.delay, self.answer, answer)
         elif request == ["GET", "/stats"]:
             self.transport.write(self.stats.response())

@@ -55,7 +55,7 @@ struct ChatRoutes {
         case .unkeyed: key = nil
         }
         do {
-            let (id, used) = try await start(message, user: user, key: key)
+            let (id, used) = try await start(message, user: user, key: key, stream: JobAnswer.acceptsEventStream(request))
             return try await answer(request, job: id, user: user, used: used)
         } catch {
             if let key { await idempotency.release(key) }
@@ -67,13 +67,16 @@ struct ChatRoutes {
     /// idempotency key's job), then puts the job on its queue: the job, and the day's count with this chat. The queue
     /// charges the chat when the job succeeds and gives it back when the job dies or is cancelled, so a failed chat
     /// costs nothing.
-    private func start(_ message: String, user: User, key: IdempotentRequests.Key?) async throws -> (JobID, used: Int) {
+    /// `stream`: the client reads event streams (its `Accept` lists `text/event-stream`), so the job streams the model's
+    /// answer as delta events even if its stream opens after the job started.
+    private func start(_ message: String, user: User, key: IdempotentRequests.Key?, stream: Bool) async throws -> (JobID, used: Int) {
         let limit = user.tier.chatsPerDay
         let day = UsageCounters.day(of: Date(), in: user.calendarTimeZone)
         let messageID = UUID.randomV4().lowercasedString
         let outbox = JobOutbox(database: database, queue: queue)
         let job = try JobOutbox.Job(
-            ChatContract.self, ChatContract.Parameters(userId: user.id, messageId: messageID, message: message), owner: user.id,
+            ChatContract.self, ChatContract.Parameters(userId: user.id, messageId: messageID, message: message, stream: stream ? true : nil),
+            owner: user.id,
             reservation: QuotaReservation.chat(messageID: messageID).text)
         let taken = try await database.transaction { tx -> Int? in
             guard let used = try await ChatQuota(tx).take(userID: user.id, day: day, limit: limit) else { return nil }

@@ -79,7 +79,11 @@ struct JobEventStream: Sendable {
         try await writer.write(ServerSentEvents.retry(.seconds(2)))
         while true {
             var wait = heartbeat
-            if queueName == nil { queueName = try await queue.record(id)?.queue }
+            if queueName == nil {
+                queueName = try await queue.record(id)?.queue
+                // A handler that can stream its output (a chat) does so for a followed job.
+                if let queueName { try? await log.markFollowed(id, queue: queueName) }
+            }
             if let queueName {
                 let events = try await log.events(of: id, queue: queueName, after: last)
                 for event in events {

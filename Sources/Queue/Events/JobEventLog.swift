@@ -55,6 +55,16 @@ public struct JobEventLog: Sendable {
         }
     }
 
+    /// Notes that a client follows the job (for an hour): ``JobEvents/hasFollowers()`` answers true from then on.
+    public func markFollowed(_ id: JobID, queue: String) async throws {
+        _ = try await redis.send(["SET", QueueKeys(prefix: prefix, queue: queue).jobFollowed(id), "1", "PX", "3600000"])
+    }
+
+    /// Whether a client follows (or followed) the job.
+    public func isFollowed(_ id: JobID, queue: String) async throws -> Bool {
+        try await redis.send(["EXISTS", QueueKeys(prefix: prefix, queue: queue).jobFollowed(id)]).int == 1
+    }
+
     /// The log's newest event; nil when the job has no log (a kind without `events: true` has none; a log expires).
     public func lastEvent(of id: JobID, queue: String) async throws -> JobEvent? {
         let log = QueueKeys(prefix: prefix, queue: queue).jobEvents(id)

@@ -10,17 +10,32 @@ public struct JobEvents: Sendable {
     public typealias Publish = @Sendable (_ type: String, _ fields: [(String, String)]) async -> Void
 
     private let publish: Publish?
+    private let followed: (@Sendable () async -> Bool)?
 
-    /// Events that go to `publish` (the worker's log of the job; a test's recorder).
-    public init(_ publish: @escaping Publish) { self.publish = publish }
+    /// Events that go to `publish` (the worker's log of the job; a test's recorder); `followed` tells whether a client
+    /// follows the job now (nil: always, as for a test's recorder).
+    public init(followed: (@Sendable () async -> Bool)? = nil, _ publish: @escaping Publish) {
+        self.publish = publish
+        self.followed = followed
+    }
 
-    private init() { self.publish = nil }
+    private init() {
+        self.publish = nil
+        self.followed = nil
+    }
 
     /// Events that go nowhere: kinds without `events: true`, and handlers run outside a worker.
     public static let discarding = JobEvents()
 
-    /// Whether anything reads what is published (a handler can skip building events when not).
+    /// Whether anything keeps what is published (a handler can skip building events when not).
     public var isRecording: Bool { publish != nil }
+
+    /// Whether a client follows the job's events right now (its event stream is open, or was): output that costs
+    /// something to produce as it goes (a streamed model answer) is worth it only then. One Redis read.
+    public func hasFollowers() async -> Bool {
+        guard publish != nil else { return false }
+        return await followed?() ?? true
+    }
 
     /// The next piece of the text the job produces (appended, in order, to what came before).
     public func delta(_ text: String) async {

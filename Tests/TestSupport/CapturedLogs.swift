@@ -2,12 +2,14 @@ import Logging
 import Synchronization
 
 /// Collects every log line (message and metadata, rendered) so a test can check what was logged.
-final class CapturedLogs: Sendable {
+public final class CapturedLogs: Sendable {
+    public init() {}
+
     private let lines = Mutex<[String]>([])
 
-    var all: [String] { lines.withLock { $0 } }
+    public var all: [String] { lines.withLock { $0 } }
 
-    func logger(level: Logger.Level = .trace) -> Logger {
+    public func logger(level: Logger.Level = .trace) -> Logger {
         var logger = Logger(label: "captured") { _ in Handler(store: self) }
         logger.logLevel = level
         return logger
