@@ -376,7 +376,8 @@ public final class Worker: Service {
         guard let lifetime = queue.catalog[job.kind]?.eventsLifetime else { return .discarding }
         let log = JobEventLog(redis: queue.redis, prefix: queue.options.prefix)
         let logger = logger
-        return JobEvents(followed: { (try? await log.isFollowed(job.id, queue: job.queue)) ?? true }) { type, fields in
+        let followed: @Sendable () async -> Bool = { (try? await log.isFollowed(job.id, queue: job.queue)) ?? true }
+        return JobEvents(followed: followed) { type, fields in
             do {
                 try await log.append(type, fields, of: job.id, queue: job.queue, lifetime: lifetime)
             } catch {

@@ -75,7 +75,8 @@ struct ChatRoutes {
         let messageID = UUID.randomV4().lowercasedString
         let outbox = JobOutbox(database: database, queue: queue)
         let job = try JobOutbox.Job(
-            ChatContract.self, ChatContract.Parameters(userId: user.id, messageId: messageID, message: message, stream: stream ? true : nil),
+            ChatContract.self,
+            ChatContract.Parameters(userId: user.id, messageId: messageID, message: message, stream: stream ? true : nil),
             owner: user.id,
             reservation: QuotaReservation.chat(messageID: messageID).text)
         let taken = try await database.transaction { tx -> Int? in
