@@ -81,6 +81,11 @@ import Workers
                 #expect(resumed.events == Array(whole.events.dropFirst(index + 1)), "after \(event.name)")
             }
 
+            // An id past the job's last event: nothing more will come, and the stream ends at once.
+            let past = try EventStreamClient(url, token: account.accessToken, headers: ["Last-Event-ID": "99999999999999-0"])
+            #expect(try await past.waitForEnd(timeout: .seconds(5)))
+            #expect(past.events.isEmpty, "\(past.text)")
+
             let bad = try await client.call(
                 .get, "jobs/\(jobID)/events", token: account.accessToken, headers: [.init("Last-Event-ID")!: "x"])
             #expect(bad.status == 400 && bad.errorCode == "VALIDATION_ERROR", "\(bad.text)")

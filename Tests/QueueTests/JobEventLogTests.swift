@@ -17,7 +17,9 @@ import Testing
         var all: [String: JobEnd] { ends.withLock { $0 } }
     }
 
-    static let followed = TestKinds.noop + "\nevents: true\nstart_by: 1s\n"
+    static let logged = TestKinds.noop + "\nevents: true\n"
+    /// A job must start within 5 s: one delayed 6 s cannot, whatever the load; one enqueued as the worker starts does.
+    static let expiring = logged + "start_by: 5s\n"
 
     func states(_ env: TestEnvironment, _ id: JobID) async throws -> [String] {
         let record = try #require(try await env.queue.record(id))
@@ -28,7 +30,7 @@ import Testing
     }
 
     @Test(arguments: TestServices.redisURLs) func everyStateChangeIsLoggedInOrder(redisURL: String) async throws {
-        let env = try TestEnvironment(kinds: ["noop": Self.followed], redisURL: redisURL)
+        let env = try TestEnvironment(kinds: ["noop": Self.logged], redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
         let (worker, task) = env.startWorker()
         let succeeded = try await env.enqueue(.object([:]))
@@ -57,15 +59,14 @@ import Testing
     /// A job not started by its `start_by` time does not run: it ends `expired` (its record, its log, the worker's
     /// observers), and what it reserved is released; one started in time runs as usual.
     @Test(arguments: TestServices.redisURLs) func aJobNotStartedInTimeExpiresUnrun(redisURL: String) async throws {
-        let env = try TestEnvironment(kinds: ["noop": Self.followed], redisURL: redisURL)
+        let env = try TestEnvironment(kinds: ["noop": Self.expiring], redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
-        let late = try await env.enqueue(.object([:]), options: .init(reservation: "chat:late"))
-        try await Task.sleep(for: .milliseconds(1300))
+        let late = try await env.enqueue(.object([:]), options: .init(delay: .seconds(6), reservation: "chat:late"))
         let onTime = try await env.enqueue(.object([:]), options: .init(reservation: "chat:on-time"))
         let recorder = EndRecorder()
         let (worker, task) = env.startWorker(observers: [recorder])
         #expect(
-            try await eventually {
+            try await eventually(timeout: .seconds(30)) {
                 let first = try await env.status(late)
                 let second = try await env.status(onTime)
                 return first == .expired && second == .succeeded
@@ -89,7 +90,7 @@ import Testing
 
     /// What a handler publishes lands in its job's log, announced on the queue's completion channel.
     @Test func publishedEventsAreAppendedAndAnnounced() async throws {
-        let env = try TestEnvironment(kinds: ["noop": Self.followed])
+        let env = try TestEnvironment(kinds: ["noop": Self.logged])
         defer { Task { await env.cleanUp() } }
         let id = try await env.enqueue(.object([:]))
         let record = try #require(try await env.queue.record(id))
@@ -108,5 +109,7 @@ import Testing
         let ttl = try await env.redis.send(["PTTL", env.queue.keys(record.queue).jobEvents(id)]).int ?? 0
         #expect(ttl > 0 && ttl <= 60_000)
         #expect(JobEventLog.isEventID(events[0].id) && !JobEventLog.isEventID("1-x") && !JobEventLog.isEventID("12"))
+        #expect(JobEventLog.isEvent(events[1].id, after: events[0].id) && !JobEventLog.isEvent(events[0].id, after: events[1].id))
+        #expect(JobEventLog.isEvent("10-0", after: "9-5") && JobEventLog.isEvent("9-6", after: "9-5") && !JobEventLog.isEvent("9-5", after: "9-5"))
     }
 }

@@ -30,7 +30,7 @@ import uuid
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
-from tls_peer import serve_until_orphaned
+from tls_peer import listening_socket, serve_until_orphaned
 
 PUSH_TYPES = {"alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk"}
 certificate, key, public_key_path, key_id, team_id, topic, directory = sys.argv[1:8]
@@ -169,4 +169,5 @@ async def app(scope, receive, send):
 
 
 if __name__ == "__main__":
-    serve_until_orphaned(app, certificate, key, alpn=["h2"])
+    sock, port = listening_socket()
+    serve_until_orphaned(app, sock, certificate, key, alpn=["h2"])

@@ -31,7 +31,7 @@ from urllib.parse import parse_qs
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding
-from tls_peer import serve_until_orphaned
+from tls_peer import listening_socket, serve_until_orphaned
 
 certificate, key, public_key_path, client_email, project, directory = sys.argv[1:7]
 public_key = serialization.load_pem_public_key(open(public_key_path, "rb").read())
@@ -152,4 +152,5 @@ async def app(scope, receive, send):
 
 
 if __name__ == "__main__":
-    serve_until_orphaned(app, certificate, key)
+    sock, port = listening_socket()
+    serve_until_orphaned(app, sock, certificate, key)

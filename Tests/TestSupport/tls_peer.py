@@ -9,10 +9,15 @@ from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
 
-def serve_until_orphaned(app, certificate, key, alpn=None):
+def listening_socket():
+    """A socket listening on a free loopback port, and the port (a peer that names its own URL needs it first)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
+    return sock, sock.getsockname()[1]
+
+
+def serve_until_orphaned(app, sock, certificate, key, alpn=None):
     port = sock.getsockname()[1]
     config = Config()
     config.certfile, config.keyfile = certificate, key

@@ -100,7 +100,8 @@ struct JobEventStream: Sendable {
                         // A log ends with the end: read it (it was written after this read of the log), unless the client
                         // has it already. Without a log (or one that lost its end) the record says it.
                         if let tail = try await log.lastEvent(of: id, queue: queueName), tail.status?.isFinal == true {
-                            if tail.id == last { return }
+                            // The client has it (or named an id past it): nothing more will come.
+                            if let last, !JobEventLog.isEvent(tail.id, after: last) { return }
                             continue
                         }
                         try await writer.write(try await finalEvent(record, id: nil))

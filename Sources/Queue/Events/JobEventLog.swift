@@ -71,6 +71,16 @@ public struct JobEventLog: Sendable {
         return Self.decode(try await redis.send(["XREVRANGE", log, "+", "-", "COUNT", "1"])).first
     }
 
+    /// Whether event `id` comes after event `other` (both as ``isEventID(_:)`` accepts them).
+    public static func isEvent(_ id: String, after other: String) -> Bool {
+        func parts(_ text: String) -> (UInt64, UInt64) {
+            let split = text.split(separator: "-")
+            return (split.first.flatMap { UInt64($0) } ?? 0, split.last.flatMap { UInt64($0) } ?? 0)
+        }
+        let (a, b) = (parts(id), parts(other))
+        return a.0 != b.0 ? a.0 > b.0 : a.1 > b.1
+    }
+
     /// Whether `text` is an event id as this log writes them (`<ms>-<seq>`), so a client's `Last-Event-ID` can be used.
     public static func isEventID(_ text: String) -> Bool {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
