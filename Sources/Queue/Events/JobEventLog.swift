@@ -75,16 +75,17 @@ public struct JobEventLog: Sendable {
     public static func isEvent(_ id: String, after other: String) -> Bool {
         func parts(_ text: String) -> (UInt64, UInt64) {
             let split = text.split(separator: "-")
-            return (split.first.flatMap { UInt64($0) } ?? 0, split.last.flatMap { UInt64($0) } ?? 0)
+            return (split.first.flatMap { UInt64($0) } ?? 0, split.count > 1 ? UInt64(split[1]) ?? 0 : 0)
         }
         let (a, b) = (parts(id), parts(other))
         return a.0 != b.0 ? a.0 > b.0 : a.1 > b.1
     }
 
-    /// Whether `text` is an event id as this log writes them (`<ms>-<seq>`), so a client's `Last-Event-ID` can be used.
+    /// Whether `text` is an event id as this log writes them (`<ms>-<seq>`), or its time alone (`<ms>`, as Redis reads
+    /// it: `0` is before every event), so a client's `Last-Event-ID` can be used.
     public static func isEventID(_ text: String) -> Bool {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        return parts.count == 2
-            && parts.allSatisfy { !$0.isEmpty && $0.count <= 20 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+        return (1...2).contains(parts.count)
+            && parts.allSatisfy { $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) && UInt64($0) != nil }
     }
 }
