@@ -7,8 +7,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # prometheus: its promtool checks the deploy kit's alert rules (ops/deploy/check.sh); the server is not run.
 # tmux: ops/faults/run-cleanup.sh types Ctrl-C into ops/run.sh in a terminal.
+# pgbouncer: the transaction pooler the pooled-database tests run through (ops/pgbouncer.sh).
 # python3-venv: the Python tools' virtual environment (.local/venv); Debian's python3 has no venv module without it.
-packages=(redis-server postgresql-15 libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus tmux python3-venv)
+packages=(redis-server postgresql-15 pgbouncer libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus tmux python3-venv)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -50,6 +50,27 @@ start_private_redis() {
 # as_pg COMMAND…: Postgres refuses to run as root: its tools run as the postgres user then (from /, which it can enter).
 as_pg() { if [[ $(id -u) == 0 ]]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
 
+# pg_private_dir NAME: prints a folder for files a process running as the postgres user reads and writes:
+# .local/NAME, or, when postgres cannot reach .local (a repo in a private folder such as a `mktemp -d` clone),
+# /var/tmp/carbscan-NAME-<hash of the repo path>, with .local/NAME a symlink to it.
+pg_private_dir() {
+    local repo link target
+    repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    link=$repo/.local/$1
+    if [[ ! -L $link && ! -e $link ]]; then
+        mkdir -p "$repo/.local"
+        if as_pg test -x "$repo/.local"; then
+            install -d -m 700 "$link"
+        else
+            target=/var/tmp/carbscan-$1-$(printf '%s' "$repo" | sha256sum | cut -c1-12)
+            install -d -m 700 "$target"
+            ln -sfn "$target" "$link"
+        fi
+        [[ $(id -u) != 0 ]] || chown postgres:postgres "$(readlink -f "$link")"
+    fi
+    readlink -f "$link"
+}
+
 # release_build PRODUCT…: builds each product in release (swift build takes one --product at a time) and sets
 # `bin_dir` to the folder of the binaries. Its output goes to stderr, so a script's stdout stays its results.
 release_build() {

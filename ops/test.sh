@@ -11,6 +11,7 @@ source ops/prelude.sh
 stop_started() {
     ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
     [[ -z ${cluster_started:-} ]] || ops/cluster.sh stop
+    [[ -z ${pgbouncer_started:-} ]] || ops/pgbouncer.sh stop
 }
 trap stop_started EXIT
 trap 'exit 130' INT
@@ -25,6 +26,13 @@ ops/cluster.sh status >/dev/null 2>&1 || cluster_started=1
 ops/cluster.sh start
 # shellcheck source=/dev/null
 source .local/cluster/env.sh
+
+# PgBouncer 1.18 in transaction pooling in front of that Postgres (CARBSCAN_PGBOUNCER_PORT, default 56432), for the
+# tests of the client behind a pooler.
+ops/pgbouncer.sh status >/dev/null 2>&1 || pgbouncer_started=1
+ops/pgbouncer.sh start
+# shellcheck source=/dev/null
+source .local/pgbouncer/env.sh
 
 if (($# == 0)); then
     # The repository's .swift-format, warnings as errors (the Swift client's package too).

@@ -16,7 +16,7 @@ final class ConnectionThread: Sendable {
 
     private let state = Mutex(State())
     private let wakeup = DispatchSemaphore(value: 0)
-    private let configuration: PostgresConfiguration
+    let configuration: PostgresConfiguration
     private let logger: Logger
 
     init(name: String, configuration: PostgresConfiguration, logger: Logger) {

@@ -25,7 +25,13 @@ package struct Migrator: Sendable {
     /// migration's SQL has changed since.
     @discardableResult
     package func migrate() async throws -> [Migration] {
-        try await client.withPinnedConnection { connection in
+        guard client.configuration.pooler == nil else {
+            throw PostgresError(
+                .invalidURL,
+                "migrations hold a session advisory lock, which a transaction pooler does not keep: "
+                    + "give them a direct connection to PostgreSQL (DATABASE_MIGRATION_URL)")
+        }
+        return try await client.withPinnedConnection { connection in
             do {
                 // Migrations may run long (index builds), and the lock may wait for another starter: no statement timeout.
                 try await connection.script(

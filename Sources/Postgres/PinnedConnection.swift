@@ -27,12 +27,20 @@ struct PinnedConnection: Sendable {
         }
     }
 
+    /// `BEGIN`; through a transaction pooler, where the startup packet carries no `statement_timeout`, with the
+    /// timeout for this transaction in the same message (no extra round trip).
+    private var begin: String {
+        let configuration = thread.configuration
+        guard configuration.pooler != nil, let timeout = configuration.statementTimeout else { return "BEGIN" }
+        return "BEGIN; SET LOCAL statement_timeout = \(max(timeout.millisecondsRoundedUp, 0))"
+    }
+
     /// Runs `body` between `BEGIN` and `COMMIT`; on a throw, sends `ROLLBACK` (dropping the connection if even that
     /// fails) and rethrows.
     func transaction<T>(
         isolation: isolated (any Actor)? = #isolation, _ body: (PostgresTransaction) async throws -> T
     ) async throws -> T {
-        try await script("BEGIN")
+        try await script(begin)
         let transaction = PostgresTransaction(connection: self)
         let value: T
         do {

@@ -29,6 +29,8 @@ package final class PostgresClient: PostgresQueryable {
     package init(configuration: PostgresConfiguration, logger: Logger = Logger(label: "postgres")) {
         self.configuration = configuration
         self.logger = logger
+        // Before any connection thread starts: setenv must not race libpq's getenv in a connect.
+        if configuration.pooler != nil { _ = PostgresConnection.sendPoolerStartupParameters }
         let threads = (0..<max(1, configuration.poolSize)).map {
             ConnectionThread(name: "postgres-\($0)", configuration: configuration, logger: logger)
         }
@@ -113,6 +115,20 @@ package final class PostgresClient: PostgresQueryable {
     private static var closedError: PostgresError { PostgresError(.closed, "the Postgres client was shut down") }
 
     private func acquire() async throws -> ConnectionThread {
+        if let thread = pool.withLock({ pool in pool.closed ? nil : pool.idle.popLast() }) { return thread }
+        // Every connection is lent: queued, and counted (`carbscan_postgres_pool_waits_total`, `…_wait_seconds_total`).
+        let start = ContinuousClock.now
+        defer {
+            let waited = (ContinuousClock.now - start).components
+            PostgresConnectionStats.waitCount.wrappingAdd(1, ordering: .relaxed)
+            PostgresConnectionStats.waitMicroseconds.wrappingAdd(
+                Int(waited.seconds) * 1_000_000 + Int(waited.attoseconds / 1_000_000_000_000), ordering: .relaxed)
+        }
+        return try await queue()
+    }
+
+    /// Waits in line for a connection (or takes one freed meanwhile).
+    private func queue() async throws -> ConnectionThread {
         let id = pool.withLock { pool in
             pool.nextWaiterID += 1
             return pool.nextWaiterID

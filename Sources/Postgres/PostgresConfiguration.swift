@@ -1,6 +1,7 @@
 import Foundation
 
-/// Where and how to connect. Built from `postgres://user[:password]@host[:port]/database[?sslmode=…&application_name=…]`.
+/// Where and how to connect. Built from
+/// `postgres://user[:password]@host[:port]/database[?sslmode=…&application_name=…&pooler=transaction]`.
 ///
 /// `description` redacts the password, so a configuration can be logged as it is.
 package struct PostgresConfiguration: Sendable, CustomStringConvertible {
@@ -22,6 +23,9 @@ package struct PostgresConfiguration: Sendable, CustomStringConvertible {
     package var searchPath: String?
     /// Shown in `pg_stat_activity`, so an operator can tell this service's connections apart.
     package var applicationName: String = "carbscan"
+    /// A pooler between this client and PostgreSQL that lends a server connection per transaction (PgBouncer's
+    /// `pool_mode = transaction`, Supavisor, RDS Proxy): nil when the client talks to PostgreSQL itself.
+    package var pooler: PostgresPooler?
     /// Reconnect backoff: doubles from `reconnectBase` up to `reconnectMax`; within it, calls fail fast.
     package var reconnectBase: Duration = .milliseconds(100)
     package var reconnectMax: Duration = .seconds(1)
@@ -68,8 +72,11 @@ package struct PostgresConfiguration: Sendable, CustomStringConvertible {
                 sslMode = value
             case "application_name":
                 applicationName = value
+            case "pooler":
+                pooler = try PostgresPooler(setting: value)
             default:
-                throw PostgresError(.invalidURL, "unsupported URL parameter '\(item.name)' (supported: sslmode, application_name)")
+                throw PostgresError(
+                    .invalidURL, "unsupported URL parameter '\(item.name)' (supported: sslmode, application_name, pooler)")
             }
         }
     }
@@ -95,6 +102,7 @@ package struct PostgresConfiguration: Sendable, CustomStringConvertible {
         var parameters: [String] = []
         if let sslMode { parameters.append("sslmode=\(sslMode)") }
         parameters.append("application_name=\(applicationName)")
+        if let pooler { parameters.append("pooler=\(pooler.rawValue)") }
         return text + "?" + parameters.joined(separator: "&")
     }
 

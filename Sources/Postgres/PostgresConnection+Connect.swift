@@ -8,6 +8,10 @@ extension PostgresConnection {
     /// and a 2-second floor, so the handshake is driven with `PQconnectPoll` and `poll`).
     func connect() throws(PostgresError) {
         close()
+        if configuration.pooler != nil, configuration.searchPath != nil {
+            throw PostgresError(
+                .invalidURL, "a search_path is session state, which a transaction pooler does not keep: set it on the role instead")
+        }
         let parameters = connectionParameters()
         let connection = withCStrings(parameters.map(\.0)) { keywords in
             withCStrings(parameters.map(\.1)) { values in PQconnectStartParams(keywords, values, 0) }
@@ -68,6 +72,13 @@ extension PostgresConnection {
         if let password = configuration.password { parameters.append(("password", password)) }
         if let database = configuration.database { parameters.append(("dbname", database)) }
         if let sslMode = configuration.sslMode { parameters.append(("sslmode", sslMode)) }
+        if configuration.pooler != nil {
+            // A transaction pooler refuses `options` and would hand its settings to other clients: `TimeZone` and
+            // `DateStyle` go as startup parameters the pooler tracks per client (see `PostgresPooler`); bytea and
+            // floats are read right at PostgreSQL's defaults (hex; shortest exact since PostgreSQL 12).
+            _ = Self.sendPoolerStartupParameters
+            return parameters
+        }
         // The decoders read ISO timestamps in UTC, hex bytea, and floats printed exactly.
         var settings = [("TimeZone", "UTC"), ("DateStyle", "ISO"), ("bytea_output", "hex"), ("extra_float_digits", "3")]
         if let timeout = configuration.statementTimeout {
@@ -77,6 +88,14 @@ extension PostgresConnection {
         parameters.append(("options", settings.map { "-c \(Self.escapeOption($0.0))=\(Self.escapeOption($0.1))" }.joined(separator: " ")))
         return parameters
     }
+
+    /// libpq puts `PGTZ` and `PGDATESTYLE` in the startup packet (it has no connection keyword for them), where
+    /// PgBouncer accepts them and sets them on whichever server connection it lends. Set once, before the first
+    /// connect, and for the whole process: every connection of the process wants UTC and ISO.
+    static let sendPoolerStartupParameters: Void = {
+        setenv("PGTZ", "UTC", 1)
+        setenv("PGDATESTYLE", "ISO", 1)
+    }()
 
     /// In libpq's `options`, spaces separate arguments unless escaped with a backslash.
     private static func escapeOption(_ value: String) -> String {

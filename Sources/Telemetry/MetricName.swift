@@ -29,6 +29,8 @@ public enum MetricName {
     public static let redisReconnects = "carbscan_redis_reconnects_total"
     public static let postgresConnections = "carbscan_postgres_connections"
     public static let postgresReconnects = "carbscan_postgres_reconnects_total"
+    public static let postgresPoolWaits = "carbscan_postgres_pool_waits_total"
+    public static let postgresPoolWaitSeconds = "carbscan_postgres_pool_wait_seconds_total"
     public static let buildInfo = "carbscan_build_info"
     public static let processStartTime = "carbscan_process_start_time_seconds"
 }

@@ -59,6 +59,10 @@ public final class Telemetry: Sendable {
         let postgresBusy = CoreMetrics.Gauge(label: MetricName.postgresConnections, dimensions: [("state", "busy")], factory: factory)
         let postgresReconnects = MirroredCounter(
             CoreMetrics.Counter(label: MetricName.postgresReconnects, dimensions: [], factory: factory))
+        let postgresWaits = MirroredCounter(CoreMetrics.Counter(label: MetricName.postgresPoolWaits, dimensions: [], factory: factory))
+        let postgresWaitSeconds = CoreMetrics.FloatingPointCounter(
+            label: MetricName.postgresPoolWaitSeconds, dimensions: [], factory: factory)
+        let waitSecondsExported = Mutex(0.0)
         addCollector {
             redisOpen.record(RedisConnectionStats.open)
             redisBusy.record(RedisConnectionStats.busy)
@@ -66,6 +70,13 @@ public final class Telemetry: Sendable {
             postgresOpen.record(PostgresConnectionStats.open)
             postgresBusy.record(PostgresConnectionStats.busy)
             postgresReconnects.catchUp(to: PostgresConnectionStats.reconnects)
+            postgresWaits.catchUp(to: PostgresConnectionStats.waits)
+            let total = PostgresConnectionStats.waitSeconds
+            let delta = waitSecondsExported.withLock { exported in
+                defer { exported = max(exported, total) }
+                return total - exported
+            }
+            if delta > 0 { postgresWaitSeconds.increment(by: delta) }
         }
     }
 

@@ -28,6 +28,8 @@ struct ConfigCommand: AsyncParsableCommand {
 
             lines += [
                 ("REDIS_URL", Self.masked(global.redisURL)), ("DATABASE_URL", Self.masked(global.databaseURL)),
+                ("DATABASE_MIGRATION_URL", Self.masked(global.migrationDatabaseURL)),
+                ("DATABASE_POOLER", environment.text("DATABASE_POOLER") ?? "(from the URL's pooler=, else none: direct)"),
                 ("CARBSCAN_PREFIX", global.prefix), ("CARBSCAN_JOBS_DIR", global.jobsDir),
             ]
             if let replicas = read("durable", { try global.durableReplicas() }) {

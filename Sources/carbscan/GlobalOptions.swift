@@ -5,6 +5,7 @@ import Postgres
 import Queue
 import Redis
 import Settings
+import Store
 
 /// Options every subcommand shares. Each falls back to an environment variable, then to a local default
 /// that matches `ops/services.sh`.
@@ -100,13 +101,36 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func database(logger: Logger, poolSize: Int = 8) throws -> PostgresClient {
+        try Self.client(url: databaseURL, logger: logger, poolSize: poolSize)
+    }
+
+    /// The connection migrations run on: `DATABASE_MIGRATION_URL`, else the database's. Their advisory lock is
+    /// session state, so behind a transaction pooler this must name PostgreSQL itself (the migrator refuses a pooler).
+    func migrationDatabase(logger: Logger) throws -> PostgresClient {
+        try Self.client(url: migrationDatabaseURL, logger: logger, poolSize: 1)
+    }
+
+    var migrationDatabaseURL: String { EnvironmentReader.process.text("DATABASE_MIGRATION_URL") ?? databaseURL }
+
+    /// A client for `url`, in the pooler mode `DATABASE_POOLER` names when set (it overrides the URL's `pooler=`).
+    private static func client(url: String, logger: Logger, poolSize: Int) throws -> PostgresClient {
         do {
-            var configuration = try PostgresConfiguration(url: databaseURL)
+            var configuration = try PostgresConfiguration(url: url)
             configuration.poolSize = poolSize
+            if let pooler = EnvironmentReader.process.text("DATABASE_POOLER") {
+                configuration.pooler = try PostgresPooler(setting: pooler)
+            }
             return PostgresClient(configuration: configuration, logger: logger)
         } catch {
             throw CLIError("\(error)", exitCode: 64)
         }
+    }
+
+    /// Applies the pending migrations over `migrationDatabase`, then closes that connection.
+    func migrate(logger: Logger) async throws {
+        let database = try migrationDatabase(logger: logger)
+        defer { database.shutdown() }
+        try await Schema.migrate(database, logger: logger)
     }
 
     func jobQueue(logger: Logger) throws -> JobQueue {

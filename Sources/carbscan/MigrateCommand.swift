@@ -24,7 +24,7 @@ struct MigrateCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.migrate")
-            let database = try global.database(logger: logger, poolSize: 1)
+            let database = try global.migrationDatabase(logger: logger)
             defer { database.shutdown() }
             let migrator = Migrator(client: database, migrations: try Schema.migrations(), logger: logger)
             if status {

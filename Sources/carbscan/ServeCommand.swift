@@ -52,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
                 logger.warning("JWT_SECRET is not set: using a random secret, so tokens stop working when this process stops")
             }
             let database = try global.database(logger: logger, poolSize: databasePool)
-            if migrate { try await Schema.migrate(database, logger: logger) }
+            if migrate { try await global.migrate(logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let telemetry = noMetrics ? nil : Telemetry.forProcess()
             if let telemetry { QueueMetrics.register(queue, on: telemetry) }

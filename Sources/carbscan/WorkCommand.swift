@@ -64,7 +64,7 @@ struct WorkCommand: AsyncParsableCommand {
             // Connections open on first use: a worker serving only Redis-side kinds never needs Postgres.
             let database = try global.database(logger: logger, poolSize: databasePool)
             defer { database.shutdown() }
-            if migrate { try await Schema.migrate(database, logger: logger) }
+            if migrate { try await global.migrate(logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let (weights, overrides) = try parseQueues(queues, catalog: queue.catalog)
             FileDescriptors.raiseLimit(toServe: concurrency, logger: logger)

@@ -127,6 +127,24 @@ import Testing
         }
     }
 
+    @Test func anExhaustedPoolQueuesItsCallersAndCountsTheWaits() async throws {
+        try await TestDatabase.withSchema(poolSize: 2) { db, _ in
+            let (waits, seconds) = (PostgresConnectionStats.waits, PostgresConnectionStats.waitSeconds)
+            // 40 callers on 2 connections: each waits its turn; none fails.
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for call in 0..<40 {
+                    group.addTask { try await db.query("SELECT $1::int AS n, pg_sleep(0.01)", [call])[0].decode("n") }
+                }
+                var answered = Set<Int>()
+                for try await n in group { answered.insert(n) }
+                #expect(answered == Set(0..<40))
+            }
+            // Other suites share the process-wide counters: they only add.
+            #expect(PostgresConnectionStats.waits - waits >= 38)
+            #expect(PostgresConnectionStats.waitSeconds - seconds > 0.1)
+        }
+    }
+
     @Test func searchPathSelectsTheSchema() async throws {
         try await TestDatabase.withSchema { db, schema in
             try await db.executeScript("CREATE TABLE placed (x int)")

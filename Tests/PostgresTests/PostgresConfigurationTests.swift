@@ -24,6 +24,19 @@ import Testing
         #expect(configuration.statementTimeout == .seconds(30))
         #expect(configuration.searchPath == nil)
         #expect(configuration.applicationName == "carbscan")
+        #expect(configuration.pooler == nil)
+    }
+
+    @Test func thePoolerParameterNamesTransactionPooling() throws {
+        let pooled = try PostgresConfiguration(url: "postgres://app@pgbouncer:6432/carbs?pooler=transaction")
+        #expect(pooled.pooler == .transaction)
+        #expect(pooled.description.hasSuffix("?application_name=carbscan&pooler=transaction"))
+        #expect(try PostgresConfiguration(url: "postgres://app@db/carbs?pooler=none").pooler == nil)
+        #expect {
+            try PostgresConfiguration(url: "postgres://app@db/carbs?pooler=statement")
+        } throws: { error in
+            (error as? PostgresError)?.code == .invalidURL && "\(error)".contains("transaction or none")
+        }
     }
 
     @Test(arguments: [

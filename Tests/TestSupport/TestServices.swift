@@ -10,6 +10,10 @@ public enum TestServices {
     public static let redisURLs = [redisURL, clusterURL]
     public static let databaseURL =
         ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+    /// PgBouncer in transaction pooling in front of that Postgres (`ops/pgbouncer.sh start`, which `ops/test.sh` runs).
+    public static let pgbouncerURL =
+        ProcessInfo.processInfo.environment["CARBSCAN_PGBOUNCER_URL"]
+        ?? "postgres://postgres@127.0.0.1:56432/carbscan?pooler=transaction"
     /// The repository's root (this file is `Tests/TestSupport/TestServices.swift`).
     public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
