@@ -8,10 +8,6 @@ extension PostgresConnection {
     /// and a 2-second floor, so the handshake is driven with `PQconnectPoll` and `poll`).
     func connect() throws(PostgresError) {
         close()
-        if configuration.pooler != nil, configuration.searchPath != nil {
-            throw PostgresError(
-                .invalidURL, "a search_path is session state, which a transaction pooler does not keep: set it on the role instead")
-        }
         let parameters = connectionParameters()
         let connection = withCStrings(parameters.map(\.0)) { keywords in
             withCStrings(parameters.map(\.1)) { values in PQconnectStartParams(keywords, values, 0) }

@@ -58,6 +58,10 @@ final class PostgresConnection {
             close()
         }
         if let lastError, ContinuousClock.now < nextAttempt { throw lastError }
+        if configuration.pooler != nil, configuration.searchPath != nil {
+            throw PostgresError(
+                .invalidURL, "a search_path is session state, which a transaction pooler does not keep: set it on the role instead")
+        }
         do {
             try connect()
         } catch {
@@ -110,14 +114,22 @@ final class PostgresConnection {
             buffer.append(0)
         }
         let types = parameters.map(\.type)
-        let name = try preparedStatement(sql, types: types, on: pg)
+        // Through a transaction pooler the next statement may reach another server connection, where a named
+        // statement does not exist (or is another client's): there every statement is parsed unnamed, in the same
+        // round trip as its run.
+        let name = configuration.pooler == nil ? try preparedStatement(sql, types: types, on: pg) : nil
         let result = buffer.withUnsafeBufferPointer { texts in
             let values: [UnsafePointer<CChar>?] = offsets.map { offset in
                 guard let offset, let base = texts.baseAddress else { return nil }
                 return base + offset
             }
             return values.withUnsafeBufferPointer { values in
-                PQexecPrepared(pg, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
+                guard let name else {
+                    return types.withUnsafeBufferPointer { types in
+                        PQexecParams(pg, sql, Int32(parameters.count), types.baseAddress, values.baseAddress, nil, nil, 0)
+                    }
+                }
+                return PQexecPrepared(pg, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
             }
         }
         do {
