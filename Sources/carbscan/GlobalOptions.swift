@@ -167,6 +167,7 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         throw ExitCode(error.isTransient ? 69 : 1)
     } catch let error as PostgresError {
         FileHandle.standardError.write(Data("error: Postgres: \(error.description)\n".utf8))
-        throw ExitCode(error.code == .connection || error.code == .timeout ? 69 : 1)
+        // A refused URL (a pooler where a session is needed) is the operator's to fix, as a malformed one is: 64.
+        throw ExitCode(error.code == .connection || error.code == .timeout ? 69 : error.code == .invalidURL ? 64 : 1)
     }
 }

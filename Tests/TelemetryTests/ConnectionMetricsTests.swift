@@ -57,4 +57,19 @@ import Testing
         #expect((scrape.value("carbscan_postgres_reconnects_total") ?? 0) >= 1, "\(scrape.text)")
         #expect((scrape.value("carbscan_postgres_connections", [("state", "open")]) ?? 0) >= 1)
     }
+
+    @Test func callersQueuedForAnExhaustedPoolAreCountedWithTheirWait() async throws {
+        var configuration = try PostgresConfiguration(url: TestServices.databaseURL)
+        configuration.poolSize = 1
+        let database = PostgresClient(configuration: configuration)
+        defer { database.shutdown() }
+        // Four callers on one connection: three of them queue, each for at least one 50 ms statement.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 { group.addTask { try await database.execute("SELECT pg_sleep(0.05)") } }
+            try await group.waitForAll()
+        }
+        let scrape = Scrape(text: try await Telemetry().scrape())
+        #expect((scrape.value("carbscan_postgres_pool_waits_total") ?? 0) >= 3, "\(scrape.text)")
+        #expect((scrape.value("carbscan_postgres_pool_wait_seconds_total") ?? 0) >= 0.15, "\(scrape.text)")
+    }
 }

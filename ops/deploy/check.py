@@ -220,13 +220,15 @@ for name, (where, doc) in deployments.items():
     if spec["selector"]["matchLabels"].items() - template["metadata"]["labels"].items():
         problem(f"{where}: selector does not match the pod labels")
     annotations = template["metadata"].get("annotations", {})
-    if annotations.get("prometheus.io/scrape") != "true" or not annotations.get("prometheus.io/port"):
-        problem(f"{where}: no prometheus.io scrape annotations")
     pod = template["spec"]
-    for container in pod.get("initContainers", []) + pod["containers"]:
-        args = container.get("args", [])
-        check_command(f"{where} container {container['name']}", ["carbscan"] + args)
     main = pod["containers"][0]
+    # A Deployment of another program (PgBouncer) gets the probe, port and grace checks, not carbscan's.
+    ours = main.get("image") == "carbscan"
+    if ours and (annotations.get("prometheus.io/scrape") != "true" or not annotations.get("prometheus.io/port")):
+        problem(f"{where}: no prometheus.io scrape annotations")
+    for container in pod.get("initContainers", []) + pod["containers"]:
+        if container.get("image") == "carbscan":
+            check_command(f"{where} container {container['name']}", ["carbscan"] + container.get("args", []))
     for probe in ("livenessProbe", "readinessProbe"):
         if probe not in main:
             problem(f"{where}: container {main['name']} has no {probe}")
@@ -236,7 +238,7 @@ for name, (where, doc) in deployments.items():
         port = (action.get("httpGet") or action.get("tcpSocket") or {}).get("port")
         if probe in main and port not in port_names:
             problem(f"{where}: {probe} port {port} is not a container port")
-    if str(annotations.get("prometheus.io/port")) not in {str(p["containerPort"]) for p in main.get("ports", [])}:
+    if ours and str(annotations.get("prometheus.io/port")) not in {str(p["containerPort"]) for p in main.get("ports", [])}:
         problem(f"{where}: prometheus.io/port is not a container port")
     if "terminationGracePeriodSeconds" not in pod:
         problem(f"{where}: no terminationGracePeriodSeconds")

@@ -60,7 +60,8 @@ if command -v systemd-analyze >/dev/null; then
         sed -e "s#/usr/local/bin/carbscan#$binary#g" -e "s#/etc/carbscan/env#$work/env#g" \
             -e "s#/etc/carbscan/#$work/#g" -e "s#/opt/carbscan#$work/opt#g" "$unit" >"$work/units/$(basename "$unit")"
     done
-    (cd "$work/units" && systemd-analyze verify carbscan-api.service carbscan-scheduler.service carbscan-worker@check.service) \
+    (cd "$work/units" && systemd-analyze verify carbscan-api.service carbscan-scheduler.service carbscan-worker@check.service \
+        $(command -v pgbouncer >/dev/null && echo carbscan-pgbouncer.service)) \
         >"$work/verify.log" 2>&1 || true
     if [[ -s $work/verify.log ]]; then
         echo "check.sh: systemd-analyze verify:" >&2
@@ -68,7 +69,7 @@ if command -v systemd-analyze >/dev/null; then
         exit 1
     fi
     exposure=$(cd "$work/units" && systemd-analyze security --offline=true carbscan-worker@check.service 2>/dev/null | tail -n 1 || true)
-    echo "check.sh: systemd-analyze verify: the three units pass; ${exposure#→ }"
+    echo "check.sh: systemd-analyze verify: the units pass; ${exposure#→ }"
 else
     skipped+=("systemd-analyze (Debian package systemd)")
 fi
