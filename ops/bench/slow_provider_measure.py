@@ -101,6 +101,7 @@ def main():
     parser.add_argument("--server-pid", type=int, required=True)
     parser.add_argument("--postmaster", type=int, help="Postgres' postmaster: its and its backends' CPU")
     parser.add_argument("--redis-pid", type=int)
+    parser.add_argument("--extra-pid", action="append", default=[], help="NAME=PID: that process tree's CPU as NAME_cores")
     parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args()
     pids = [int(p) for p in args.pids.split(",")]
@@ -116,6 +117,7 @@ def main():
             server_cpu0 = cpu_seconds(args.server_pid)
             machine0 = machine_busy_seconds()
             pg0, redis0 = tree_cpu(args.postmaster), tree_cpu(args.redis_pid)
+            extra0 = {name: tree_cpu(int(pid)) for name, pid in (e.split("=") for e in args.extra_pid)}
         done = int(redis.command(*args.done.split()) or 0)
         failed = int(redis.command(*args.failed.split()) or 0) if args.failed else 0
         if done + failed >= args.jobs:
@@ -124,6 +126,7 @@ def main():
             server_cpu1 = cpu_seconds(args.server_pid)
             machine1 = machine_busy_seconds()
             pg1, redis1 = tree_cpu(args.postmaster), tree_cpu(args.redis_pid)
+            extra1 = {name: tree_cpu(int(pid)) for name, pid in (e.split("=") for e in args.extra_pid)}
             break
         time.sleep(0.01)
     model = stats(args.server)
@@ -139,6 +142,7 @@ def main():
         "peak_rss_mb": round(sum(hwm_kb(p) for p in pids) / 1024),
         "peak_in_flight": model["peakInFlight"], "model_requests": model["requests"],
         "model_cpu_us_per_request": round((server_cpu1 - server_cpu0) * 1e6 / max(1, model["requests"])),
+        **{f"{name}_cores": round(tree_delta(extra0[name], extra1[name]) / seconds, 3) for name in extra0},
     }))
 
 
