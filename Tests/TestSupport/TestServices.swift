@@ -10,6 +10,9 @@ public enum TestServices {
     public static let redisURLs = [redisURL, clusterURL]
     public static let databaseURL =
         ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:55432/carbscan"
+    /// A streaming replica of the local Postgres replaying 2 s behind (`ops/replica.sh start`, which `ops/test.sh`
+    /// runs); nil when none was started (an external `DATABASE_URL`): the read-replica tests are then skipped.
+    public static let replicaURL = ProcessInfo.processInfo.environment["CARBSCAN_REPLICA_URL"]
     /// The repository's root (this file is `Tests/TestSupport/TestServices.swift`).
     public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
