@@ -10,12 +10,6 @@ import Telemetry
 
 /// What the API needs from the rest of the system.
 package struct APIDependencies: Sendable {
-    /// Sends the read-only queries of the API to `replicas` when they have the reader's writes (`DATABASE_READ_URL`);
-    /// run ``ReadReplicaHealthService`` beside the application.
-    package mutating func useReadReplicas(_ replicas: PostgresReadReplicas) {
-        reads = ReadRouting(replicas: replicas, redis: redis, prefix: queue.options.prefix, logger: logger)
-    }
-
     package var database: PostgresClient
     /// Where read-only queries go: the primary (`database`), or read replicas that have the reader's writes.
     package var reads: ReadRouting
@@ -79,6 +73,12 @@ package struct APIDependencies: Sendable {
         self.throttle = throttle
         self.loginWebhookConfigured = loginWebhookConfigured
         self.logger = logger
+    }
+
+    /// Sends the read-only queries of the API to `replicas` when they have the reader's writes (`DATABASE_READ_URL`);
+    /// run ``ReadReplicaHealthService`` beside the application.
+    package mutating func useReadReplicas(_ replicas: PostgresReadReplicas) {
+        reads = ReadRouting(replicas: replicas, redis: redis, prefix: queue.options.prefix, logger: logger)
     }
 }
 
