@@ -12,6 +12,7 @@ stop_started() {
     ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
     [[ -z ${cluster_started:-} ]] || ops/cluster.sh stop
     [[ -z ${pgbouncer_started:-} ]] || ops/pgbouncer.sh stop
+    [[ -z ${replica_started:-} ]] || ops/replica.sh stop
 }
 trap stop_started EXIT
 trap 'exit 130' INT
@@ -26,6 +27,14 @@ ops/cluster.sh status >/dev/null 2>&1 || cluster_started=1
 ops/cluster.sh start
 # shellcheck source=/dev/null
 source .local/cluster/env.sh
+# A streaming replica of the local Postgres (CARBSCAN_PG_REPLICA_PORT, default 55433), replaying 2 s behind, for the
+# read-replica tests. Only of the local primary: with an external DATABASE_URL those tests skip.
+if [[ $DATABASE_URL == "postgres://postgres@127.0.0.1:${CARBSCAN_PG_PORT:-55432}/carbscan" ]]; then
+    ops/replica.sh status >/dev/null 2>&1 || replica_started=1
+    ops/replica.sh start
+    # shellcheck source=/dev/null
+    source .local/replica/env.sh
+fi
 
 # PgBouncer 1.18 in transaction pooling in front of that Postgres (CARBSCAN_PGBOUNCER_PORT, default 56432), for the
 # tests of the client behind a pooler.

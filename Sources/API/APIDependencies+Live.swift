@@ -37,6 +37,10 @@ extension APIDependencies {
         dependencies.photoRetention = settings.photoRetention
         dependencies.appStore = serve.appStore
         dependencies.magicLink = serve.magicLink
+        if let read = serve.readReplicas {
+            dependencies.useReadReplicas(
+                PostgresReadReplicas(primary: database, replicas: read.replicas, options: read.options, logger: logger))
+        }
         return dependencies
     }
 }

@@ -11,6 +11,8 @@ import Telemetry
 /// What the API needs from the rest of the system.
 package struct APIDependencies: Sendable {
     package var database: PostgresClient
+    /// Where read-only queries go: the primary (`database`), or read replicas that have the reader's writes.
+    package var reads: ReadRouting
     package var redis: RedisClient
     package var queue: JobQueue
     /// Wakes requests waiting for jobs; run it as a service next to the application.
@@ -52,6 +54,7 @@ package struct APIDependencies: Sendable {
         loginWebhookConfigured: Bool, logger: Logger
     ) {
         self.database = database
+        self.reads = ReadRouting(primary: database)
         self.redis = redis
         self.queue = queue
         self.waiter = JobWaiter(queue: queue, sessions: accounts.sessions, logger: logger)
@@ -71,6 +74,12 @@ package struct APIDependencies: Sendable {
         self.loginWebhookConfigured = loginWebhookConfigured
         self.logger = logger
     }
+
+    /// Sends the read-only queries of the API to `replicas` when they have the reader's writes (`DATABASE_READ_URL`);
+    /// run ``ReadReplicaHealthService`` beside the application.
+    package mutating func useReadReplicas(_ replicas: PostgresReadReplicas) {
+        reads = ReadRouting(replicas: replicas, redis: redis, prefix: queue.options.prefix, logger: logger)
+    }
 }
 
 /// The CarbScan mobile API (`/api/mobile/v1`, seed 001) on Hummingbird 2.
@@ -88,7 +97,9 @@ package enum APIServer {
         let errors = ErrorEnvelopeMiddleware<APIContext>()
         router.add(middleware: errors)
         router.add(middleware: ClientAddressMiddleware(proxies: dependencies.trustedProxies))
-        let api = RouteTable(router: router)
+        let reads = dependencies.reads
+        if reads.replicas != nil { dependencies.waiter.markOwners(through: reads) }
+        let api = RouteTable(router: router, reads: reads)
         let authenticator = Authenticator(accounts: dependencies.accounts)
         let database = dependencies.database
         let recorder = LoginRecorder(
@@ -103,16 +114,18 @@ package enum APIServer {
         UserRoutes(accounts: dependencies.accounts, authenticator: authenticator).register(on: api)
         let idempotency = IdempotentRequests(database: database)
         MealsRoutes(
-            database: database, authenticator: authenticator, idempotency: idempotency, photoRetention: dependencies.photoRetention
+            database: database, reads: reads, authenticator: authenticator, idempotency: idempotency,
+            photoRetention: dependencies.photoRetention
         )
         .register(on: api)
-        InsightsRoutes(database: database, authenticator: authenticator).register(on: api)
-        SubscriptionRoutes(database: database, authenticator: authenticator).register(on: api)
+        InsightsRoutes(reads: reads, authenticator: authenticator).register(on: api)
+        SubscriptionRoutes(reads: reads, authenticator: authenticator).register(on: api)
         let results = ResultSettings(
             syncWait: dependencies.syncWait, scanResetTimeZone: dependencies.scanResetTimeZone, eventHeartbeat: dependencies.eventHeartbeat,
             eventStreamMaxDuration: dependencies.eventStreamMaxDuration)
         ChatRoutes(
-            database: database, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator, settings: results,
+            database: database, reads: reads, queue: dependencies.queue, waiter: dependencies.waiter, authenticator: authenticator,
+            settings: results,
             idempotency: idempotency
         )
         .register(on: api)

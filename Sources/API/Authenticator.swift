@@ -54,9 +54,11 @@ struct Authenticator: Sendable {
     func identify(_ request: Request) async throws -> Identity {
         try await resolve(request) { identity in
             guard let user = try await accounts.linkedUser(for: identity) else { return .unlinked(identity) }
+            RequestWriter.note(user.id)
             return .account(Caller(user: user, sessionID: nil))
         } own: { token in
             let (user, session) = try await accounts.authenticate(accessToken: token)
+            RequestWriter.note(user.id)
             return .account(Caller(user: user, sessionID: session))
         }
     }
@@ -66,9 +68,11 @@ struct Authenticator: Sendable {
     func principal(_ request: Request) async throws -> Principal {
         try await resolve(request) { identity in
             guard let user = try await accounts.linkedUser(for: identity) else { throw Self.unlinked }
+            RequestWriter.note(user.id)
             return Principal(userID: user.id, sessionID: nil)
         } own: { token in
             let (userID, session) = try await accounts.principal(accessToken: token)
+            RequestWriter.note(userID)
             return Principal(userID: userID, sessionID: session)
         }
     }

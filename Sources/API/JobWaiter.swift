@@ -29,6 +29,8 @@ package final class JobWaiter: Service, Sendable {
     private let state = Mutex(State())
     /// The subscriptions' connections now, by their first channel.
     private let subscribers = Mutex<[String: BlockingConnection]>([:])
+    /// With read replicas: handing a user a finished job's result marks their write (the worker wrote their rows first).
+    private let reads = Mutex<ReadRouting?>(nil)
     /// A quiet subscription is renewed this often: the only way to stop a pub/sub read in time at shutdown.
     private let idleRenewal: Duration
 
@@ -58,8 +60,17 @@ package final class JobWaiter: Service, Sendable {
 
     /// Notes that the job's owner was answered with its end: no push about it goes out (``ResultSeen``). Best effort: a
     /// mark lost to an outage costs one push too many.
+    ///
+    /// With read replicas it also marks the owner's write (``ReadRouting``): the job wrote their rows (a chat's
+    /// messages, an analysis's meal) before it finished, and the app, told it finished, reads them next.
     package func markSeen(_ record: JobRecord) async {
         try? await ResultSeen(redis: queue.redis, prefix: queue.options.prefix).mark(record.id, queue: record.queue)
+        if let owner = record.owner, let reads = reads.withLock({ $0 }) { await reads.noteWrite(by: owner) }
+    }
+
+    /// Marks the owners of the results this waiter hands out as having written (see `markSeen`).
+    package func markOwners(through reads: ReadRouting) {
+        self.reads.withLock { $0 = reads.replicas == nil ? nil : reads }
     }
 
     /// The job's status as clients name it, or nil when there is no such job.

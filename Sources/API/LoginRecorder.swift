@@ -16,6 +16,8 @@ struct LoginRecorder: Sendable {
     let logger: Logger
 
     func record(_ event: SignInEvent, kind: LoginWebhookContract.Event, ip: String?) async {
+        // A sign-in wrote the sign-in (and maybe the account): the user's next reads must see them.
+        RequestWriter.note(event.userID)
         let eventID = UUID.randomV4()
         do {
             try await LoginEvents(database).record(

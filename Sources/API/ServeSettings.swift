@@ -2,7 +2,7 @@ import Accounts
 import AppStore
 
 /// Everything `carbscan serve` takes from its environment, read once at start-up into one value: auth, the API's own
-/// settings, App Store verification, magic links.
+/// settings, App Store verification, magic links, read replicas.
 package struct ServeSettings: Sendable {
     package var auth: AuthSettings
     package var api: APISettings
@@ -10,13 +10,17 @@ package struct ServeSettings: Sendable {
     package var appStore: AppStoreSettings?
     /// Nil without `SMTP_URL`.
     package var magicLink: MagicLinkSettings?
+    /// Nil without `DATABASE_READ_URL`: every query on the primary.
+    package var readReplicas: ReadReplicaSettings?
 
     package init(
-        auth: AuthSettings, api: APISettings = APISettings(), appStore: AppStoreSettings? = nil, magicLink: MagicLinkSettings? = nil
+        auth: AuthSettings, api: APISettings = APISettings(), appStore: AppStoreSettings? = nil, magicLink: MagicLinkSettings? = nil,
+        readReplicas: ReadReplicaSettings? = nil
     ) {
         self.auth = auth
         self.api = api
         self.appStore = appStore
         self.magicLink = magicLink
+        self.readReplicas = readReplicas
     }
 }

@@ -31,6 +31,13 @@ public enum MetricName {
     public static let postgresReconnects = "carbscan_postgres_reconnects_total"
     public static let postgresPoolWaits = "carbscan_postgres_pool_waits_total"
     public static let postgresPoolWaitSeconds = "carbscan_postgres_pool_wait_seconds_total"
+    /// Per read replica (`replica`: host:port/database): 1 while it is read, 0 while down, not in recovery or too far
+    /// behind.
+    public static let postgresReplicaHealthy = "carbscan_postgres_replica_healthy"
+    /// Per read replica: how far behind the primary its last health check found it (NaN: not known, e.g. down).
+    public static let postgresReplicaLag = "carbscan_postgres_replica_lag_seconds"
+    /// The API's routed reads, by `target` (replica, primary) and `reason` (fresh, own_write, unhealthy).
+    public static let postgresReads = "carbscan_postgres_reads_total"
     public static let buildInfo = "carbscan_build_info"
     public static let processStartTime = "carbscan_process_start_time_seconds"
 }

@@ -3,6 +3,7 @@ import Accounts
 import AppStore
 import ArgumentParser
 import Foundation
+import Postgres
 import Queue
 import Settings
 import Workers
@@ -79,6 +80,17 @@ struct ConfigCommand: AsyncParsableCommand {
                         ("MAGIC_LINK_URL", magicLink.linkTemplate), ("MAGIC_LINK_MAX_PER_EMAIL", "\(magicLink.maxPerEmail)"),
                         ("MAGIC_LINK_MAX_PER_IP", "\(magicLink.maxPerIP)"),
                     ]
+                }
+            }
+            if let read = read("read replicas", { try ReadReplicaSettings(environment: environment) }) {
+                if let read {
+                    lines += [
+                        ("DATABASE_READ_URL", read.replicas.map(\.description).joined(separator: ",")),
+                        ("DATABASE_READ_MAX_LAG_SECONDS", Self.seconds(read.options.maxLag)),
+                        ("DATABASE_READ_POOL_SIZE", "\(read.options.poolSize) per replica"),
+                    ]
+                } else {
+                    lines.append(("DATABASE_READ_URL", "(unset: every query on DATABASE_URL)"))
                 }
             }
             if let appStore = read("app store", { try AppStoreSettings(environment: environment) }) {

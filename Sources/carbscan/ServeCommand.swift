@@ -55,24 +55,31 @@ struct ServeCommand: AsyncParsableCommand {
             if migrate { try await global.migrate(logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let telemetry = noMetrics ? nil : Telemetry.forProcess()
-            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
             let http = HTTPClient(observer: telemetry.map { HTTPClientMetrics(telemetry: $0) })
             let dependencies = await APIDependencies.live(
                 database: database, queue: queue, settings: settings, logger: logger, http: http)
+            if let telemetry { QueueMetrics.register(queue, on: telemetry) }
+            let replicas = dependencies.reads.replicas
+            if let telemetry, let replicas { ReadReplicaMetrics.register(replicas, on: telemetry) }
             try SettingChecks.scanResetZone(dependencies.scanResetTimeZone, catalog: queue.catalog)
             if let warning = try? await queue.evictionWarning() { logger.warning("\(warning)") }
             let app = try APIServer.application(dependencies, host: host, port: port, telemetry: telemetry) { port in
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
             }
+            // Shut down in reverse: the waiter first, so pending long-polls are answered with their job at once, then the
+            // server, which finishes the requests in flight (those answers among them), then the replicas' health checks.
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: dependencies.waiter)]
+            if let replicas {
+                services.insert(.init(service: ReadReplicaHealthService(replicas)), at: 0)
+                logger.info("reading from replicas", metadata: ["replicas": "\(replicas.replicas.map(\.name))"])
+            }
             let group = ServiceGroup(
                 configuration: .init(
-                    // Shut down in reverse: the waiter first, so pending long-polls are answered with their job at once,
-                    // then the server, which finishes the requests in flight (those answers among them).
-                    services: metrics.services(
-                        [.init(service: app), .init(service: dependencies.waiter)], telemetry: telemetry, logger: logger),
+                    services: metrics.services(services, telemetry: telemetry, logger: logger),
                     gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger))
             try await group.run()
+            replicas?.shutdown()
             database.shutdown()
             queue.redis.close()
         }

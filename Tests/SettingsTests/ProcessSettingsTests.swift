@@ -55,6 +55,36 @@ import carbscan
         #expect(template?.variable == "MAGIC_LINK_URL")
     }
 
+    @Test func readReplicasFromTheEnvironment() throws {
+        #expect(try ReadReplicaSettings(environment: [:]) == nil)
+        #expect(try ReadReplicaSettings(environment: ["DATABASE_READ_URL": " , "]) == nil)
+        let read = try #require(
+            try ReadReplicaSettings(environment: [
+                "DATABASE_READ_URL": "postgres://app:s3cret@replica-a:5433/carbscan, postgresql://replica-b/carbscan?sslmode=require",
+                "DATABASE_READ_MAX_LAG_SECONDS": "2.5", "DATABASE_READ_POOL_SIZE": "6",
+            ]))
+        #expect(read.replicas.map(\.host) == ["replica-a", "replica-b"])
+        #expect(read.replicas[0].password == "s3cret" && read.replicas[1].sslMode == "require")
+        #expect(read.options.maxLag == .milliseconds(2500) && read.options.poolSize == 6)
+        #expect(try ReadReplicaSettings(environment: ["DATABASE_READ_URL": "postgres://r/db"])?.options.maxLag == .seconds(10))
+        // A bad URL is refused naming its place, never showing its password.
+        let url = #expect(throws: SettingError.self) {
+            try ReadReplicaSettings(environment: ["DATABASE_READ_URL": "postgres://r/db,mysql://u:hunter2@r/db"])
+        }
+        #expect(url?.variable == "DATABASE_READ_URL")
+        #expect(
+            url?.description.contains("replica 2 of 2") == true && url?.description.contains("hunter2") == false,
+            "\(url?.description ?? "")")
+        for (variable, value) in [
+            ("DATABASE_READ_MAX_LAG_SECONDS", "0"), ("DATABASE_READ_POOL_SIZE", "0"), ("DATABASE_READ_POOL_SIZE", "x"),
+        ] {
+            let refusal = #expect(throws: SettingError.self) {
+                try ReadReplicaSettings(environment: EnvironmentReader(["DATABASE_READ_URL": "postgres://r/db", variable: value]))
+            }
+            #expect(refusal?.variable == variable)
+        }
+    }
+
     /// The environment is read in `Sources/carbscan` through `EnvironmentReader` (`Sources/Settings`), nowhere else.
     @Test func noLibraryModuleReadsTheEnvironment() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -17,9 +17,13 @@ import Testing
         (["config", "check"], "CARBSCAN_DURABLE_TIMEOUT_MS", "soon"), (["serve", "--port", "0"], "REFRESH_TOKEN_ROTATION", "maybe"),
         (["serve", "--port", "0"], "ACCESS_TOKEN_TTL", "2.5"), (["config", "check"], "APPSTORE_ENVIRONMENTS", "Staging"),
         (["work"], "APNS_KEY_PATH", "/nonexistent/AuthKey.p8"), (["config", "check"], "APNS_KEY_PATH", "/nonexistent/AuthKey.p8"),
+        (["serve", "--port", "0"], "DATABASE_READ_URL", "mysql://reader:hunter2@replica/carbscan"),
+        (["config", "check"], "DATABASE_READ_URL", "postgres://r/db,postgres://r:99999/db"),
+        (["serve", "--port", "0"], "DATABASE_READ_MAX_LAG_SECONDS", "0"),
     ])
     func aWrongValueStopsTheProcessNamingIt(command: [String], variable: String, value: String) async throws {
         var environment = ["CARBSCAN_JOBS_DIR": Self.jobs, "CARBSCAN_PREFIX": "config-\(UUID().uuidString.prefix(8))", variable: value]
+        if variable == "DATABASE_READ_MAX_LAG_SECONDS" { environment["DATABASE_READ_URL"] = "postgres://127.0.0.1:9/carbscan" }
         if variable.hasPrefix("MAGIC_LINK") { environment["SMTP_URL"] = "smtp://127.0.0.1:9" }
         if variable.hasPrefix("APPSTORE") { environment["APPSTORE_BUNDLE_ID"] = "com.carbscan.test" }
         if variable.hasPrefix("APNS") {
@@ -30,6 +34,7 @@ import Testing
         let result = try await CarbScanBinary.run(command, environment: environment, timeout: .seconds(20))
         #expect(result.status == 78, "\(command) with \(variable)=\(value): \(result.stderr)")
         #expect(result.stderr.contains("configuration: \(variable):"), "\(result.stderr)")
+        #expect(!result.stderr.contains("hunter2"), "\(result.stderr)")
     }
 
     /// The zone of scan-reset periods and the zone its schedules fire in must agree.

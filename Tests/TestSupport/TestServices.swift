@@ -14,6 +14,9 @@ public enum TestServices {
     public static let pgbouncerURL =
         ProcessInfo.processInfo.environment["CARBSCAN_PGBOUNCER_URL"]
         ?? "postgres://postgres@127.0.0.1:56432/carbscan?pooler=transaction"
+    /// A streaming replica of the local Postgres replaying 2 s behind (`ops/replica.sh start`, which `ops/test.sh`
+    /// runs); nil when none was started (an external `DATABASE_URL`): the read-replica tests are then skipped.
+    public static let replicaURL = ProcessInfo.processInfo.environment["CARBSCAN_REPLICA_URL"]
     /// The repository's root (this file is `Tests/TestSupport/TestServices.swift`).
     public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # API benchmark: requests/s and p99 latency of the mobile API against Hummingbird's bare hello world, in one run.
-#   ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C]     (defaults 3, 10, 32; figures are medians)
+#   ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C] [--replica]   (defaults 3, 10, 32; figures are medians)
 # Measures, with wrk on loopback: GET / of `carbscan-bench hello-server`, and its GET /redis (the same plus one XADD
 # through the project's Redis client: the floor of any enqueueing endpoint) and POST /body (the same hello world
 # reading POST /logins's body whole); an authenticated GET /meals (JWT check,
@@ -10,15 +10,19 @@
 # Writes ops/bench/results/api-<date>.md with the machine's description; BENCH_TAG=x names it api-<date>-x, so several
 # runs of one day are kept. BENCH_REDIS_URL runs the API's queue on another Redis (a cluster); BENCH_CARBSCAN_BIN
 # serves the API from another build of carbscan (a before/after of one change, same day, same script).
+# --replica also starts a streaming replica of the local Postgres (ops/replica.sh) and a second `serve` reading from it
+# (DATABASE_READ_URL, DATABASE_READ_POOL_SIZE=8 like the primary's pool), and measures GET /meals through it in the
+# same runs: the reads on the replica (plus the read-your-writes mark read from Redis) against the reads on the primary.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-runs=3 duration=10 connections=32
+runs=3 duration=10 connections=32 replica=false
 while (($#)); do
     case $1 in
         --runs) runs=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --connections) connections=$2; shift 2 ;;
-        *) echo "usage: ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C]" >&2; exit 64 ;;
+        --replica) replica=true; shift ;;
+        *) echo "usage: ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C] [--replica]" >&2; exit 64 ;;
     esac
 done
 
@@ -33,6 +37,7 @@ pids=()
 cleanup() {
     ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
     ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
+    [[ -z ${replica_started:-} ]] || ops/replica.sh stop
 }
 trap cleanup EXIT
 ops/services.sh start
@@ -53,7 +58,19 @@ export LOG_LEVEL=warning LOGIN_MAX_ATTEMPTS_PER_IP=1000000
 pids+=($!)
 "$bin_dir/carbscan-bench" hello-server --port "$hello_port" >"$work/hello.log" 2>&1 &
 pids+=($!)
-for url in "http://127.0.0.1:$api_port/api/mobile/v1/health" "http://127.0.0.1:$hello_port/"; do
+urls=("http://127.0.0.1:$api_port/api/mobile/v1/health" "http://127.0.0.1:$hello_port/")
+if $replica; then
+    ops/replica.sh status >/dev/null 2>&1 || replica_started=1
+    ops/replica.sh start
+    # shellcheck source=/dev/null
+    source .local/replica/env.sh
+    replica_api_port=18183
+    DATABASE_READ_URL=$CARBSCAN_REPLICA_URL DATABASE_READ_POOL_SIZE=8 "$bin" serve --port "$replica_api_port" \
+        >"$work/api-replica.log" 2>&1 &
+    pids+=($!)
+    urls+=("http://127.0.0.1:$replica_api_port/api/mobile/v1/health")
+fi
+for url in "${urls[@]}"; do
     for _ in $(seq 100); do curl -sf -o /dev/null "$url" && break; sleep 0.1; done
 done
 
@@ -65,6 +82,16 @@ meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"
 curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
 # Meals are shown for 7 days on the free tier: make them recent.
 psql "$DATABASE_URL" -qc "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+if $replica; then
+    # The replica replays the meals (CARBSCAN_REPLICA_DELAY behind); the user's marks from registering and syncing are
+    # then replayed, so their reads go to the replica.
+    target=$(psql "$DATABASE_URL" -Atc "SELECT pg_current_wal_lsn()")
+    for _ in $(seq 300); do
+        [[ $(psql "$CARBSCAN_REPLICA_URL" -Atc "SELECT pg_last_wal_replay_lsn() >= '$target'::pg_lsn") == t ]] && break
+        sleep 0.1
+    done
+    sleep 1
+fi
 
 # Chats come from 8 pro users (no daily limit), a user per request in turn: one user's counter row would serialize them.
 chat_tokens=()
@@ -118,6 +145,9 @@ for run in $(seq "$runs"); do
     measure hello_redis "http://127.0.0.1:$hello_port/redis"
     measure hello_post "http://127.0.0.1:$hello_port/body" -s "$work/logins.lua"
     measure meals "$base/meals" -H "Authorization: Bearer $token"
+    if $replica; then
+        measure meals_replica "http://127.0.0.1:$replica_api_port/api/mobile/v1/meals" -H "Authorization: Bearer $token"
+    fi
     measure logins "$base/logins" -H "Authorization: Bearer $token" -s "$work/logins.lua"
     measure chat "$base/chat" -s "$work/chat.lua"
 done
@@ -166,7 +196,8 @@ names = {"hello": "Hummingbird hello world `GET /`", "meals": "authenticated `GE
          "chat": "`POST /chat`, `Prefer: respond-async`, 8 pro users (counted, reserved, job accepted in Postgres, enqueued)",
          "hello_redis": "hello world + one `XADD` through the project's Redis client (no auth, no body)",
          "hello_post": "hello world as `POST /body` with `POST /logins`'s body, read whole (no auth, no parsing)"}
-for key in ["hello", "meals", "logins", "chat", "hello_redis", "hello_post"]:
+names["meals_replica"] = "authenticated `GET /meals`, read from a streaming replica (`DATABASE_READ_URL`, `--replica`)"
+for key in [k for k in ["hello", "meals", "meals_replica", "logins", "chat", "hello_redis", "hello_post"] if k in med]:
     rps, p99, bad = med[key]
     ratio = rps / hello
     target = "" if key.startswith("hello") else ("≥ 50% ✓" if ratio >= 0.5 else "≥ 50% ✗")
@@ -183,6 +214,10 @@ lines += ["", f"The enqueueing endpoint's floor: hello world's route plus one Re
           f"else (no token, no body, no validation), does {med['hello_redis'][0]:,.0f}/s = {med['hello_redis'][0] / hello:.0%} of hello world; "
           f"`POST /logins` reaches {med['logins'][0] / med['hello_redis'][0]:.0%} of that."]
 import os
+if "meals_replica" in med:
+    lines += ["", f"`GET /meals` read from the replica / from the primary, same runs: {med['meals_replica'][0] / med['meals'][0]:.2f}× "
+              f"({med['meals_replica'][0]:,.0f} vs {med['meals'][0]:,.0f}/s). Both servers, the replica, the primary, Redis and wrk "
+              "share the machine's cores: the replica adds a Postgres of its own to feed, not a machine."]
 if os.environ.get("BENCH_CARBSCAN_BIN"):
     lines += ["", f"The API served by `{os.environ['BENCH_CARBSCAN_BIN']}` (BENCH_CARBSCAN_BIN), not this checkout's build."]
 lines += ["", "Per run:", ""] + [f"- {name}: " + ", ".join(f"{r:,.0f}/s" + ("" if name.startswith("pg_") else f" p99 {p:.2f} ms") for r, p, _ in v) for name, v in rows.items()]

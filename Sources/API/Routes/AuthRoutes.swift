@@ -129,6 +129,7 @@ struct AuthRoutes {
         let token = try Field.text(body.refreshToken, "refreshToken", max: 512, required: true)!
         do {
             let session = try await accounts.refresh(token)
+            RequestWriter.note(session.user.id)
             return try Envelope.success(RefreshResult(accessToken: session.accessToken, refreshToken: session.refreshToken))
         } catch AccountError.invalidRefreshToken(let reason) {
             throw APIError(.unauthorized, "INVALID_REFRESH_TOKEN", "Refresh token is not valid: \(reason). Sign in again.")

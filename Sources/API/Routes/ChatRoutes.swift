@@ -13,6 +13,8 @@ import Store
 /// nothing more). `chat/history`: the caller's conversation, newest first.
 struct ChatRoutes {
     let database: PostgresClient
+    /// Where `chat/history` reads.
+    let reads: ReadRouting
     let queue: JobQueue
     let waiter: JobWaiter
     let authenticator: Authenticator
@@ -142,7 +144,7 @@ struct ChatRoutes {
     func history(_ request: Request, _ context: APIContext) async throws -> Response {
         let user = try await authenticator.caller(request).user
         let limit = try request.integer("limit", default: 50, in: 1...200)
-        let messages = try await ChatMessages(database).history(userID: user.id, limit: limit).map {
+        let messages = try await ChatMessages(await reads.reader(for: user.id)).history(userID: user.id, limit: limit).map {
             Message(id: $0.id, message: $0.message, response: $0.response, messageType: $0.messageType, createdAt: $0.createdAt)
         }
         return try Envelope.success(History(messages: messages, count: messages.count))

@@ -4,8 +4,9 @@ import Postgres
 import Store
 
 /// `insights` (seed 001) and `user/stats` (seed 004), computed in the user's time zone.
+/// The account (tier, time zone) is read on the primary with the token check; the meals where `reads` says.
 struct InsightsRoutes {
-    let database: PostgresClient
+    let reads: ReadRouting
     let authenticator: Authenticator
 
     func register(on api: RouteTable) {
@@ -56,7 +57,7 @@ struct InsightsRoutes {
         let weekStart = days.start(daysAgo: 6)
         let monthStart = days.start(daysAgo: 29)
         let previousWeekStart = days.start(daysAgo: 13)
-        let meals = Meals(database)
+        let meals = Meals(await reads.reader(for: user.id))
         let sums = try await meals.summaries(
             userID: user.id,
             windows: [
@@ -99,7 +100,7 @@ struct InsightsRoutes {
     func stats(_ request: Request, _ context: APIContext) async throws -> Response {
         let user = try await authenticator.caller(request).user
         let days = LocalDays(timeZone: user.calendarTimeZone, now: Date())
-        let sums = try await Meals(database).summaries(
+        let sums = try await Meals(await reads.reader(for: user.id)).summaries(
             userID: user.id,
             windows: [
                 (days.start(daysAgo: 0), days.start(daysAgo: -1)), (days.startOfWeek, days.start(daysAgo: -1)), (nil, nil),

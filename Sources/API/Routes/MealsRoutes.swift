@@ -9,6 +9,8 @@ import Store
 /// `MealsRoutes+Image.swift`).
 struct MealsRoutes {
     let database: PostgresClient
+    /// Where `GET meals` reads (a replica that has the caller's writes, or the primary).
+    let reads: ReadRouting
     let authenticator: Authenticator
     let idempotency: IdempotentRequests
     /// `PHOTO_RETENTION_DAYS`: an image is cached no longer than its photo is kept.
@@ -35,12 +37,15 @@ struct MealsRoutes {
 
     func list(_ request: Request, _ context: APIContext) async throws -> Response {
         // Who calls, from the session cache; the account (its tier, and that it and the sign-in still exist) is read
-        // in the page's own statement: one query per request.
+        // in the page's own statement: one query per request. On a read replica that check may be as late as the lag
+        // bound (DATABASE_READ_MAX_LAG_SECONDS): a sign-in revoked moments ago by another process may still read its
+        // meals for that long, which the session cache allows for as long already (SESSION_CACHE_SECONDS). A sign-out
+        // through this API marks the user's write, and their reads go to the primary until a replica has it.
         let principal = try await authenticator.principal(request)
         let limit = try request.integer("limit", default: 20, in: 1...100)
         let offset = try request.integer("offset", default: 0, in: 0...1_000_000)
         guard
-            let (since, meals, total) = try await Meals(database).page(
+            let (since, meals, total) = try await Meals(await reads.reader(for: principal.userID)).page(
                 ofUser: principal.userID, liveSession: principal.sessionID, now: Date(), limit: limit, offset: offset)
         else { throw authenticator.signedOut(principal) }
         return try Envelope.success(

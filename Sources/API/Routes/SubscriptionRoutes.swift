@@ -5,8 +5,9 @@ import Store
 
 /// `subscriptions/status`: tier, scans and chats left, and the tier's limits (seed 000's table; null is unlimited
 /// or not applicable).
+/// The account (tier, scans left) is read on the primary with the token check; the day's chat count where `reads` says.
 struct SubscriptionRoutes {
-    let database: PostgresClient
+    let reads: ReadRouting
     let authenticator: Authenticator
 
     func register(on api: RouteTable) {
@@ -51,7 +52,7 @@ struct SubscriptionRoutes {
         let due = user.scanResetDate <= now
         let remaining = due ? tier.scanLimit : min(user.remainingScans, tier.scanLimit)
         let resetDate = due ? tier.nextScanReset(after: now) : user.scanResetDate
-        let used = try await UsageCounters(database).used(
+        let used = try await UsageCounters(await reads.reader(for: user.id)).used(
             userID: user.id, kind: "chat", period: UsageCounters.day(of: now, in: user.calendarTimeZone))
         return try Envelope.success(
             Status(

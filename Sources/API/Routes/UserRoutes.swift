@@ -46,6 +46,8 @@ struct UserRoutes {
         case .unlinked(let identity):
             var user = try await accounts.user(
                 for: identity, name: ProvidedName(firstName: changes.firstName, lastName: changes.lastName))
+            // A new account: its first write is this request's.
+            RequestWriter.note(user.id)
             if let updated = try await Users(accounts.database).update(id: user.id, changes) { user = updated }
             return try Envelope.success(UserDTO(user), status: .created)
         }

@@ -1,6 +1,7 @@
 import API
 import Accounts
 import AppStore
+import Postgres
 import Settings
 
 extension ServeSettings {
@@ -9,7 +10,29 @@ extension ServeSettings {
     package init(environment: EnvironmentReader) throws(SettingError) {
         self.init(
             auth: try AuthSettings(environment: environment), api: try APISettings(environment: environment),
-            appStore: try AppStoreSettings(environment: environment), magicLink: try MagicLinkSettings(environment: environment))
+            appStore: try AppStoreSettings(environment: environment), magicLink: try MagicLinkSettings(environment: environment),
+            readReplicas: try ReadReplicaSettings(environment: environment))
+    }
+}
+
+extension ReadReplicaSettings {
+    /// Nil when `DATABASE_READ_URL` is unset or blank. A URL that does not parse (named by its place in the list, its
+    /// password never shown), a lag bound outside 0.1–3600 s or a pool size outside 1–100 is refused.
+    package init?(environment: EnvironmentReader) throws(SettingError) {
+        let urls = environment.list("DATABASE_READ_URL")
+        guard !urls.isEmpty else { return nil }
+        var replicas: [PostgresConfiguration] = []
+        for (index, url) in urls.enumerated() {
+            do {
+                replicas.append(try PostgresConfiguration(url: url))
+            } catch {
+                throw SettingError("DATABASE_READ_URL", "replica \(index + 1) of \(urls.count): \(error.message)")
+            }
+        }
+        var options = PostgresReadReplicas.Options()
+        options.maxLag = try environment.seconds("DATABASE_READ_MAX_LAG_SECONDS", default: options.maxLag, in: 0.1...3600)
+        options.poolSize = try environment.integer("DATABASE_READ_POOL_SIZE", default: options.poolSize, in: 1...100)
+        self.init(replicas: replicas, options: options)
     }
 }
 

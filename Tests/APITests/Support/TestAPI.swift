@@ -36,6 +36,8 @@ struct TestAPI: Sendable {
     /// With `run(faults: true)`: the proxies the API reaches Redis and Postgres through, to cut them.
     let redisProxy: FaultProxy?
     let postgresProxy: FaultProxy?
+    /// With `replica:`: the read replica the API reads from, its health checked every 100 ms.
+    let replicas: PostgresReadReplicas?
 
     var clerkIssuer: String { "http://127.0.0.1:\(jwks.port)/clerk" }
 
@@ -59,9 +61,12 @@ struct TestAPI: Sendable {
     ///   - live: serve on a real loopback port (needed where the client address matters).
     ///   - faults: reach Redis and Postgres through `FaultProxy`s (`redisProxy`, `postgresProxy`) to cut.
     ///   - redisURL: the single Redis, or the cluster (`TestServices.clusterURL`).
+    ///   - replica: a read replica's URL (`TestServices.replicaURL`, or one where none listens) and its options: the
+    ///     API reads from it (`DATABASE_READ_URL`), once it has replayed the test's schema when it answers at all.
     static func run<T: Sendable>(
         apple: Bool = true, environment: [String: String] = [:], live: Bool = false, faults: Bool = false,
-        redisURL: String = TestServices.redisURL,
+        redisURL: String = TestServices.redisURL, replica: String? = nil,
+        replicaOptions: PostgresReadReplicas.Options = .init(checkInterval: .milliseconds(100)),
         _ body: @Sendable (TestAPI, any TestClientProtocol) async throws -> T
     ) async throws -> T {
         await RunLimiter.shared.acquire()
@@ -107,12 +112,28 @@ struct TestAPI: Sendable {
             env["BCRYPT_COST"] = "4"
             env["JWKS_MIN_REFETCH_SECONDS"] = "1"
             env.merge(environment) { $1 }
-            let dependencies = await APIDependencies.live(
+            var dependencies = await APIDependencies.live(
                 database: database, queue: queue, settings: try ServeSettings(environment: EnvironmentReader(env)), logger: logger)
+            var replicas: PostgresReadReplicas?
+            if let replica {
+                var replicaConfiguration = try PostgresConfiguration(url: replica)
+                replicaConfiguration.database = "carbscan_test"
+                let made = PostgresReadReplicas(
+                    primary: database, replicas: [replicaConfiguration], options: replicaOptions, logger: logger)
+                try await waitForReplay(of: database, on: made.replicas[0].client)
+                dependencies.useReadReplicas(made)
+                replicas = made
+            }
+            let health = Task { [replicas] in await replicas?.run() }
+            defer {
+                health.cancel()
+                replicas?.shutdown()
+            }
             let (router, routes) = try APIServer.router(dependencies)
             let api = TestAPI(
                 database: database, queue: queue, dependencies: dependencies, routes: routes, appleKeys: appleKeys,
-                clerkKeys: clerkKeys, jwks: jwks, environment: env, redisProxy: redisProxy, postgresProxy: postgresProxy)
+                clerkKeys: clerkKeys, jwks: jwks, environment: env, redisProxy: redisProxy, postgresProxy: postgresProxy,
+                replicas: replicas)
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
             let waiter = Task { try await dependencies.waiter.run() }
             defer { waiter.cancel() }
@@ -123,6 +144,18 @@ struct TestAPI: Sendable {
             await cleanUp(schema: schema, prefix: prefix, admin: admin, database: database, redis: redis)
             throw error
         }
+    }
+
+    /// Waits until `replica` has replayed everything `primary` committed so far (the schema and its migrations too);
+    /// at once when it does not answer (a test of a replica that is down).
+    static func waitForReplay(of primary: PostgresClient, on replica: PostgresClient) async throws {
+        let target = try await PostgresLSN.current(on: primary)
+        guard (try? await replica.query("SELECT 1")) != nil else { return }
+        let replayed = try await eventually(timeout: .seconds(30)) {
+            let text: String? = try await replica.query("SELECT pg_last_wal_replay_lsn()::text AS lsn").first?.decode("lsn")
+            return text.flatMap(PostgresLSN.parse).map { $0 >= target } ?? false
+        }
+        guard replayed else { throw TestSetupError("the replica did not replay the primary's position within 30 s") }
     }
 
     /// Runs `body` against a second API process on the same database and Redis prefix, with caches of its own,
