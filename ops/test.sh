@@ -2,7 +2,8 @@
 # Usage: ops/test.sh [swift test arguments, e.g. --filter QueueTests] — runs the tests against local Redis and Postgres;
 # a whole run (no arguments) also lints the code (swift format lint --strict) first, and after the suite fuzzes the
 # API against its OpenAPI document (ops/contract.sh), validates the deploy kit (ops/deploy/check.sh) and drives the
-# dashboard in headless Chromium (ops/dashboard/run.sh), and runs workers on several hosts (ops/faults/hosts.sh).
+# dashboard in headless Chromium (ops/dashboard/run.sh), runs workers on several hosts (ops/faults/hosts.sh) and the
+# system through PgBouncer with a read replica (ops/faults/pooled-postgres.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -103,6 +104,8 @@ if (($# == 0)); then
     # Workers on several hosts (network namespaces): a host killed, a host cut off past its leases, a rolling deploy
     # of 20,000 jobs. Skipped, saying so, where the machine forbids `ip netns`.
     bash ops/faults/hosts.sh --binary .build/debug/carbscan
+    # The system through PgBouncer in transaction pooling with the API's reads on the replica (~45 s).
+    [[ -z ${CARBSCAN_REPLICA_URL:-} ]] || bash ops/faults/pooled-postgres.sh --binary .build/debug/carbscan
     # ops/run.sh stops all it started when Ctrl-C'd piped into tail, in a terminal (tmux) and under timeout (~1 min).
     bash ops/faults/run-cleanup.sh --binary .build/debug/carbscan
 fi
