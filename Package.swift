@@ -83,6 +83,9 @@ let package = Package(
             name: "Outbox",
             dependencies: ["Queue", "JSON", "Postgres", .product(name: "Logging", package: "swift-log")]
         ),
+        // Read-your-writes with read replicas: each user's last write position, kept in Redis by the API and the
+        // workers (docs/postgres.md).
+        .target(name: "ReadYourWrites", dependencies: ["Redis", "Postgres", "Durations"]),
         // One type per job kind: its name, parameters and result, shared by the API (producer) and the workers,
         // generated at build time from the kinds' files (jobs/*.yml): the job file is the one place a kind is declared.
         .target(name: "JobContracts", dependencies: ["Queue", "JSON"], plugins: ["JobContractsPlugin"]),
@@ -153,6 +156,7 @@ let package = Package(
             name: "API",
             dependencies: [
                 "Accounts", "AppStore", "Store", "Postgres", "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP",
+                "ReadYourWrites",
                 "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -183,6 +187,7 @@ let package = Package(
             name: "Workers",
             dependencies: [
                 "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "Postgres", "Store", "OutboundHTTP", "AppStore", "Mail",
+                "ReadYourWrites",
                 "Push", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -274,6 +279,7 @@ let package = Package(
             name: "APITests",
             dependencies: [
                 "API", "Accounts", "AppStore", "Mail", "Store", "Postgres", "Queue", "Outbox", "JSON", "Redis", "Workers", "Push", "TestSupport",
+                "ReadYourWrites",
                 // The API is built from its settings as `carbscan serve` reads them (TestAPI's `environment:`).
                 "Settings", "carbscan",
                 .product(name: "Hummingbird", package: "hummingbird"),

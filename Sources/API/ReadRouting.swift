@@ -1,5 +1,6 @@
 import Logging
 import Postgres
+import ReadYourWrites
 import Redis
 import ServiceLifecycle
 

@@ -4,6 +4,7 @@ import JobContracts
 import OutboundHTTP
 import Push
 import Queue
+import ReadYourWrites
 import Store
 
 /// The `push` kind (jobs/push.yml): tells the owner's devices that an analysis or chat has ended, iOS devices through
@@ -30,6 +31,19 @@ package struct PushJob: JobKind {
         self.services = services
     }
 
+    /// With read replicas the owner's next reads go to the primary until a replica has what the job wrote: the app,
+    /// told by this push, reads the meal or chat next, maybe without asking the API for the job (which marks too).
+    /// Best effort, as the API's marks are.
+    private func markOwnersWrite(_ userID: String) async {
+        guard let lifetime = services.settings.writeMarkLifetime else { return }
+        do {
+            try await WriteMarks(redis: services.redis, prefix: services.prefix, lifetime: lifetime)
+                .markWrite(by: userID, on: services.database)
+        } catch {
+            services.logger.warning("could not mark a user's write for read-your-writes", metadata: ["error": "\(error)"])
+        }
+    }
+
     package func run(_ parameters: Parameters, context: JobContext) async throws -> Contract.Result? {
         guard let jobID = JobID(rawValue: parameters.jobId), let jobUUID = UUID(uuidString: parameters.jobId) else {
             throw JobFailure.permanent("jobId is not a UUID")
@@ -38,6 +52,7 @@ package struct PushJob: JobKind {
         if try await services.redis.send(["EXISTS", seen]).int == 1 { return .init(sent: 0, skipped: "seen") }
         let platforms = [services.push == nil ? nil : "ios", services.fcm == nil ? nil : "android"].compactMap { $0 }
         guard !platforms.isEmpty else { return .init(sent: 0, skipped: "not configured") }
+        await markOwnersWrite(parameters.userId)
 
         let deliveries = PushDeliveries(services.database)
         let notification = Self.notification(parameters)

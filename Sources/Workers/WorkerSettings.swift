@@ -41,6 +41,10 @@ package struct WorkerSettings: Sendable {
     package var push: PushSettings?
     /// FCM HTTP v1 (`FCM_*`); nil: Android devices get no pushes.
     package var fcm: FCMSettings?
+    /// With read replicas (`DATABASE_READ_URL` set): how long a user's write mark lives, 3 × `DATABASE_READ_MAX_LAG_SECONDS`
+    /// as the API keeps it. A push marks its owner's write (the app, told the job ended, reads what the job wrote next).
+    /// Nil: no replicas, no marks.
+    package var writeMarkLifetime: Duration?
 
     package init(
         aiBaseURL: String? = nil, aiAPIKey: String? = nil, aiModel: String = "gpt-4o-mini",

@@ -1,8 +1,10 @@
 import Foundation
 import HTTPTypes
 import JSON
+import Postgres
 import Push
 import Queue
+import ReadYourWrites
 import Store
 import TestSupport
 import Testing
@@ -59,6 +61,51 @@ import Workers
             let followedJob = try #require(JobID(rawValue: followedID))
             let skipped = try #require(try await api.queue.record(PushTrigger.pushID(of: followedJob)))
             #expect(JSON(parsing: skipped.result ?? "")["skipped"].string == "seen", "\(skipped.result ?? "-")")
+        }
+    }
+
+    /// With read replicas a push marks its owner's write: the app, woken by it, reads the chat next from wherever its
+    /// API process sends reads, and must find it although nothing asked the API for the job.
+    @Test func aPushMarksItsOwnersWriteForReplicaReads() async throws {
+        let model = try await OpenAIServer.start(fallback: .json(ChatRoutesTests.answer))
+        defer { model.stop() }
+        let peer = try await APNsPeer.start()
+        defer { peer.stop() }
+        try await TestAPI.run(live: true) { api, client in
+            let account = try await api.register(client)
+            _ = try await Devices(api.database).register(
+                token: String(repeating: "cd", count: 32), userID: account.id, platform: "ios", deviceModel: "iPhone",
+                osVersion: "18.1", appVersion: "2.0")
+            let key = try PushSettings.signingKey(pem: String(contentsOfFile: peer.keyPath, encoding: .utf8))
+            let apns = APNsClient(
+                settings: PushSettings(
+                    url: peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
+                logger: TestAPI.logger)
+            var settings = WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test")
+            settings.writeMarkLifetime = .seconds(30)
+            let (worker, task) = api.startWorker(
+                queue: "ai", settings: settings, alsoServing: ["push"], push: apns,
+                observers: [PushTrigger(queue: api.queue, logger: TestAPI.logger)])
+            let marks = WriteMarks(redis: api.queue.redis, prefix: api.queue.options.prefix, lifetime: .seconds(30))
+            let prefer: HTTPFields = [.init("Prefer")!: "respond-async"]
+            let accepted = try await client.call(.post, "chat", token: account.accessToken, json: ["message": "Rice?"], headers: prefer)
+            #expect(accepted.status == 202)
+            #expect(
+                try await eventually(timeout: .seconds(20)) {
+                    try await api.queue.stats().first { $0.queue == "ai" }?.succeededTotal == 1
+                })
+            // The chat's rows are committed: the position now is at or past them. Nothing has marked the user yet.
+            let written = try await PostgresLSN.current(on: api.database)
+            #expect(try await marks.mark(of: account.id) == nil)
+            #expect(
+                try await eventually(timeout: .seconds(20)) {
+                    try await api.queue.stats().first { $0.queue == "push" }?.succeededTotal == 1
+                })
+            worker.stop()
+            try await task.value
+            #expect(try peer.pushes().count == 1)
+            let mark = try #require(try await marks.mark(of: account.id), "the push marked no write")
+            #expect(mark >= written)
         }
     }
 

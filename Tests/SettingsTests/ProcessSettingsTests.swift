@@ -67,6 +67,12 @@ import carbscan
         #expect(read.replicas[0].password == "s3cret" && read.replicas[1].sslMode == "require")
         #expect(read.options.maxLag == .milliseconds(2500) && read.options.poolSize == 6)
         #expect(try ReadReplicaSettings(environment: ["DATABASE_READ_URL": "postgres://r/db"])?.options.maxLag == .seconds(10))
+        // Workers keep the API's write marks (a push marks its owner) for as long as the API does: 3 lag bounds.
+        #expect(try WorkerSettings(environment: [:]).writeMarkLifetime == nil)
+        #expect(try WorkerSettings(environment: ["DATABASE_READ_URL": "postgres://r/db"]).writeMarkLifetime == .seconds(30))
+        #expect(
+            try WorkerSettings(environment: ["DATABASE_READ_URL": "postgres://r/db", "DATABASE_READ_MAX_LAG_SECONDS": "2.5"])
+                .writeMarkLifetime == .milliseconds(7500))
         // A bad URL is refused naming its place, never showing its password.
         let url = #expect(throws: SettingError.self) {
             try ReadReplicaSettings(environment: ["DATABASE_READ_URL": "postgres://r/db,mysql://u:hunter2@r/db"])

@@ -6,7 +6,8 @@ import Workers
 extension WorkerSettings {
     /// `AI_BASE_URL`, `AI_API_KEY`, `AI_MODEL`, `AI_MAX_TOKENS_ANALYSIS`, `AI_MAX_TOKENS_CHAT`, `LOGIN_WEBHOOK_URL`,
     /// `LOGIN_WEBHOOK_API_KEY`, `LOGIN_WEBHOOK_ID_FIELD` (`none`: no id member), `STRIPE_API_BASE`, `STRIPE_SECRET_KEY`,
-    /// `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`, `SMTP_URL`, `APPSTORE_*`, `APNS_*`, `FCM_*`:
+    /// `STRIPE_PRICE_TIERS`, `SCAN_RESET_TIMEZONE`, `PHOTO_RETENTION_DAYS`, `MAIL_FROM`, `SMTP_URL`, `APPSTORE_*`, `APNS_*`, `FCM_*`,
+    /// `DATABASE_READ_URL` and `DATABASE_READ_MAX_LAG_SECONDS` (the write marks' lifetime):
     /// everything a worker process takes from its environment, read once at start-up.
     package init(environment: EnvironmentReader) throws(SettingError) {
         self.init()
@@ -29,5 +30,8 @@ extension WorkerSettings {
         appStore = try AppStoreSettings(environment: environment)
         push = try PushSettings(environment: environment)
         fcm = try FCMSettings(environment: environment)
+        if !environment.list("DATABASE_READ_URL").isEmpty {
+            writeMarkLifetime = try environment.seconds("DATABASE_READ_MAX_LAG_SECONDS", default: .seconds(10), in: 0.1...3600) * 3
+        }
     }
 }

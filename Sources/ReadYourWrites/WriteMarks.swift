@@ -1,28 +1,38 @@
 import Durations
 import Postgres
 import Redis
-import Synchronization
 
 /// The primary's WAL position after each user's last write, in Redis so that every API process reads the user's
 /// writes wherever they were made: `<prefix>:wrote:{<user id>}`, the 16-digit hexadecimal LSN (so that comparing the
 /// text compares the positions), kept for `lifetime` after the last write. A replica that has replayed a user's mark
 /// has every write of theirs; past `lifetime` (a few lag bounds) any usable replica has.
-struct WriteMarks: Sendable {
+package struct WriteMarks: Sendable {
     let redis: RedisClient
     let prefix: String
     let lifetime: Duration
 
-    func key(_ userID: String) -> String { "\(prefix):wrote:{\(userID)}" }
+    package init(redis: RedisClient, prefix: String, lifetime: Duration) {
+        self.redis = redis
+        self.prefix = prefix
+        self.lifetime = lifetime
+    }
+
+    package func key(_ userID: String) -> String { "\(prefix):wrote:{\(userID)}" }
 
     /// Raises the user's mark to `lsn` (two writes that race keep the later position) and renews its lifetime.
-    func mark(_ userID: String, at lsn: UInt64) async throws {
+    package func mark(_ userID: String, at lsn: UInt64) async throws {
         let text = String(lsn, radix: 16, uppercase: true)
         let padded = String(repeating: "0", count: max(0, 16 - text.count)) + text
         _ = try await redis.run(Self.raise, keys: [key(userID)], arguments: [padded, String(lifetime.milliseconds)])
     }
 
+    /// Raises the user's mark to the primary's position now: call it once their write committed.
+    package func markWrite(by userID: String, on primary: some PostgresQueryable) async throws {
+        try await mark(userID, at: try await PostgresLSN.current(on: primary))
+    }
+
     /// The user's mark, or nil when they wrote nothing within `lifetime`.
-    func mark(of userID: String) async throws -> UInt64? {
+    package func mark(of userID: String) async throws -> UInt64? {
         try await redis.send(["GET", key(userID)]).string.flatMap { UInt64($0, radix: 16) }
     }
 
@@ -38,19 +48,4 @@ struct WriteMarks: Sendable {
             end
             return 1
             """)
-}
-
-/// Who an authenticated request acts for, noted by the `Authenticator` while the request runs, so that the route
-/// table can mark their write once the handler is done. Only requests that may write (not GET) carry one.
-final class RequestWriter: Sendable {
-    @TaskLocal static var current: RequestWriter?
-
-    private let user = Mutex<String?>(nil)
-
-    var userID: String? { user.withLock { $0 } }
-
-    /// Notes the caller of the running request (nothing outside a request that may write).
-    static func note(_ userID: String) {
-        current?.user.withLock { $0 = userID }
-    }
 }
