@@ -53,6 +53,8 @@ fail() {
     exit 1
 }
 psql -q "$admin_url" -c "CREATE DATABASE $database" >/dev/null
+# The replica replays the new database 2 s later; serve would start by logging it down.
+for _ in $(seq 100); do psql -q "$replica_url" -c "SELECT 1" >/dev/null 2>&1 && break; sleep 0.1; done
 
 export DATABASE_URL=$pooled_url REDIS_URL CARBSCAN_PREFIX=$prefix CARBSCAN_JOBS_DIR=$PWD/jobs LOG_LEVEL=warning
 export JWT_SECRET=$(openssl rand -hex 32) BCRYPT_COST=4 LOGIN_MAX_ATTEMPTS_PER_IP=1000000 LOGIN_MAX_FAILURES=1000000
