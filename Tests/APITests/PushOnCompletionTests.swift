@@ -23,11 +23,7 @@ import Workers
             let token = String(repeating: "ab", count: 32)
             _ = try await Devices(api.database).register(
                 token: token, userID: account.id, platform: "ios", deviceModel: "iPhone", osVersion: "18.1", appVersion: "2.0")
-            let key = try PushSettings.signingKey(pem: String(contentsOfFile: peer.keyPath, encoding: .utf8))
-            let apns = APNsClient(
-                settings: PushSettings(
-                    url: peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
-                logger: TestAPI.logger)
+            let apns = try Self.client(of: peer)
             let (worker, task) = api.startWorker(
                 queue: "ai", settings: WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test"), alsoServing: ["push"], push: apns,
                 observers: [PushTrigger(queue: api.queue, logger: TestAPI.logger)])
@@ -76,11 +72,7 @@ import Workers
             _ = try await Devices(api.database).register(
                 token: String(repeating: "cd", count: 32), userID: account.id, platform: "ios", deviceModel: "iPhone",
                 osVersion: "18.1", appVersion: "2.0")
-            let key = try PushSettings.signingKey(pem: String(contentsOfFile: peer.keyPath, encoding: .utf8))
-            let apns = APNsClient(
-                settings: PushSettings(
-                    url: peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
-                logger: TestAPI.logger)
+            let apns = try Self.client(of: peer)
             var settings = WorkerSettings(aiBaseURL: model.baseURL, aiAPIKey: "sk-test")
             settings.writeMarkLifetime = .seconds(30)
             let (worker, task) = api.startWorker(
@@ -107,6 +99,14 @@ import Workers
             let mark = try #require(try await marks.mark(of: account.id), "the push marked no write")
             #expect(mark >= written)
         }
+    }
+
+    /// An APNs client of the local peer's.
+    static func client(of peer: APNsPeer) throws -> APNsClient {
+        let key = try PushSettings.signingKey(pem: String(contentsOfFile: peer.keyPath, encoding: .utf8))
+        return APNsClient(
+            settings: PushSettings(url: peer.url, topic: peer.topic, keyID: peer.keyID, teamID: peer.teamID, key: key, caFile: peer.caFile),
+            logger: TestAPI.logger)
     }
 
     /// The push job's id is derived from the job's: the same for every end of one job (a redelivery enqueues no second
