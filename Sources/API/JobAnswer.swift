@@ -69,17 +69,19 @@ enum JobAnswer {
 extension JobAnswer {
     /// Whether the client reads event streams at all (`Accept` lists `text/event-stream` with a quality above 0).
     static func acceptsEventStream(_ request: Request) -> Bool {
-        request.headers[values: .accept].flatMap { $0.split(separator: ",") }.contains { range in
-            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return parts.first == "text/event-stream" && quality > 0
-        }
+        acceptedQualities(request).stream > 0
     }
 
     /// Whether the client prefers the job's event stream (`Accept: text/event-stream`) to the JSON answer: it must rank
     /// the stream above JSON (`application/json`, or a wildcard that covers it). A client that accepts both equally
     /// (the generated client sends `application/json, text/event-stream`) gets the seed's JSON.
     static func wantsEventStream(_ request: Request) -> Bool {
+        let accepted = acceptedQualities(request)
+        return accepted.stream > accepted.json
+    }
+
+    /// The highest quality (`q`, default 1) `Accept` gives the event stream and JSON (itself or a wildcard covering it).
+    private static func acceptedQualities(_ request: Request) -> (stream: Double, json: Double) {
         var stream = 0.0
         var json = 0.0
         for range in request.headers[values: .accept].flatMap({ $0.split(separator: ",") }) {
@@ -91,7 +93,7 @@ extension JobAnswer {
             default: break
             }
         }
-        return stream > json
+        return (stream, json)
     }
 }
 
