@@ -71,6 +71,23 @@ struct ReadReplicaTests {
         }
     }
 
+    /// A meal's photo is served from the replica once it has replayed it (and the owner's writes).
+    @Test func aMealsPhotoIsServedFromTheReplica() async throws {
+        try await TestAPI.run(replica: TestServices.replicaURL) { api, client in
+            let replicas = try #require(api.replicas)
+            let user = try await api.register(client)
+            let photo = AnalyzeRoutesTests.jpeg
+            let (meal, _) = try await MealImageTests.mealWithPhoto(api, userID: user.id, bytes: photo)
+            try await TestAPI.waitForReplay(of: api.database, on: replicas.replicas[0].client)
+            try await waitUntilUsable(replicas)
+            let before = RoutedReads(replicas)
+            let answer = try await MealImageTests.fetch(client, MealImageTests.path(ofMeal: meal), token: user.accessToken)
+            #expect(answer.status == 200)
+            #expect(answer.bytes == photo)
+            #expect(RoutedReads(replicas).fresh == before.fresh + 1)
+        }
+    }
+
     /// A replica where nothing listens is never read: every read goes to the primary, without an error.
     @Test func aDownReplicaIsSkipped() async throws {
         let nowhere = "postgres://postgres@127.0.0.1:\(PrivateRedis.freeLoopbackPort())/carbscan"

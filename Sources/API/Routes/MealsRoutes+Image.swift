@@ -22,7 +22,9 @@ extension MealsRoutes {
             throw APIError.notFound("Meal image")
         }
         let conditions = request.headers[values: .ifNoneMatch]
-        let photos = MealPhotos(database)
+        // On a replica that has the caller's writes (an analysed meal's photo is the worker's write, marked when the
+        // result reached them). Every slice of a large photo is read where the first was.
+        let photos = MealPhotos(await reads.reader(for: principal.userID))
         // Unconditional (the usual first load): the hash and the first slice, often the whole photo, in one statement.
         guard
             let image = try await photos.image(
