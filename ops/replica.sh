@@ -91,7 +91,7 @@ start() {
     local connections
     connections=$(psql_at "$pg_port" "show max_connections")
     if ! as_pg "$pg_bin/pg_ctl" -D "$home/data" -l "$home/postgres.log" -w -s \
-        -o "-c listen_addresses=127.0.0.1 -c port=$replica_port -k $home -c max_connections=${connections:-200} -c hot_standby=on -c recovery_min_apply_delay=$delay" \
+        -o "-c listen_addresses=127.0.0.1 -c port=$replica_port -k $home -c max_connections=${connections:-200} -c hot_standby=on -c hot_standby_feedback=on -c recovery_min_apply_delay=$delay" \
         start; then
         log "failed to start; see $home/postgres.log"
         tail -n 20 "$home/postgres.log" >&2 || true
