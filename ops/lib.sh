@@ -52,21 +52,22 @@ as_pg() { if [[ $(id -u) == 0 ]]; then (cd / && runuser -u postgres -- "$@"); el
 
 # pg_private_dir NAME: prints a folder for files a process running as the postgres user reads and writes:
 # .local/NAME, or, when postgres cannot reach .local (a repo in a private folder such as a `mktemp -d` clone),
-# /var/tmp/carbscan-NAME-<hash of the repo path>, with .local/NAME a symlink to it.
+# /var/tmp/carbscan-NAME-<hash of the repo path>, with .local/NAME a symlink to it (made again if /var/tmp was emptied).
 pg_private_dir() {
     local repo link target
     repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     link=$repo/.local/$1
-    if [[ ! -L $link && ! -e $link ]]; then
+    if [[ -L $link || ! -e $link ]]; then
         mkdir -p "$repo/.local"
-        if as_pg test -x "$repo/.local"; then
+        if [[ ! -L $link ]] && as_pg test -x "$repo/.local"; then
             install -d -m 700 "$link"
+            [[ $(id -u) != 0 ]] || chown postgres:postgres "$link"
         else
             target=/var/tmp/carbscan-$1-$(printf '%s' "$repo" | sha256sum | cut -c1-12)
             install -d -m 700 "$target"
+            [[ $(id -u) != 0 ]] || chown postgres:postgres "$target"
             ln -sfn "$target" "$link"
         fi
-        [[ $(id -u) != 0 ]] || chown postgres:postgres "$(readlink -f "$link")"
     fi
     readlink -f "$link"
 }

@@ -32,25 +32,8 @@ usage() {
 # Postgres's own syntax for a time: a number and an optional unit (ms, s, min).
 [[ $delay =~ ^[0-9]+(ms|s|min)?$ ]] || { log "CARBSCAN_REPLICA_DELAY=$delay is not a time such as 2s or 500ms"; exit 2; }
 
-# The replica lives in .local/pg-replica, or, when postgres cannot reach .local (a repo in a private folder), in
-# /var/tmp/carbscan-pg-replica-<hash of the repo path>, with .local/pg-replica a symlink to it: as services.sh's pg_home.
-replica_home() {
-    local link=$local_dir/pg-replica
-    if [[ -L $link || ! -e $link ]]; then
-        mkdir -p "$local_dir"
-        if [[ ! -L $link ]] && as_pg test -x "$local_dir"; then
-            install -d -m 700 "$link"
-            [[ $(id -u) != 0 ]] || chown postgres:postgres "$link"
-        else
-            local target
-            target=/var/tmp/carbscan-pg-replica-$(printf '%s' "$root" | sha256sum | cut -c1-12)
-            install -d -m 700 "$target"
-            [[ $(id -u) != 0 ]] || chown postgres:postgres "$target"
-            ln -sfn "$target" "$link"
-        fi
-    fi
-    readlink -f "$link"
-}
+# The replica lives in .local/pg-replica (or /var/tmp, when postgres cannot reach .local: lib.sh's pg_private_dir).
+replica_home() { pg_private_dir pg-replica; }
 
 replica_pid() {
     local pidfile=$local_dir/pg-replica/data/postmaster.pid

@@ -20,25 +20,9 @@ log() { echo "services.sh: $*" >&2; }
 redis_external() { [[ -n ${REDIS_URL:-} && $REDIS_URL != "$local_redis_url" ]]; }
 pg_external() { [[ -n ${DATABASE_URL:-} && $DATABASE_URL != "$local_database_url" ]]; }
 
-# Postgres lives in .local/pg, or, when postgres cannot reach .local (a repo in a private folder such as a
-# `mktemp -d` clone), in /var/tmp/carbscan-pg-<hash of the repo path>, with .local/pg a symlink to it.
-pg_home() {
-    local link=$local_dir/pg
-    if [[ -L $link || ! -e $link ]]; then
-        mkdir -p "$local_dir"
-        if [[ ! -L $link ]] && as_pg test -x "$local_dir"; then
-            install -d -m 700 "$link"
-            [[ $(id -u) != 0 ]] || chown postgres:postgres "$link"
-        else
-            local target
-            target=/var/tmp/carbscan-pg-$(printf '%s' "$root" | sha256sum | cut -c1-12)
-            install -d -m 700 "$target"
-            [[ $(id -u) != 0 ]] || chown postgres:postgres "$target"
-            ln -sfn "$target" "$link"
-        fi
-    fi
-    readlink -f "$link"
-}
+# Postgres lives in .local/pg (or /var/tmp/carbscan-pg-<hash of the repo path>, when postgres cannot reach .local:
+# lib.sh's pg_private_dir).
+pg_home() { pg_private_dir pg; }
 
 redis_pid() { [[ -f $redis_pidfile ]] && cat "$redis_pidfile" || true; }
 pg_pid() {
