@@ -23,7 +23,7 @@ usage() {
 
 dir=$(pg_private_dir pgbouncer)
 pidfile=$dir/pgbouncer.pid
-pid() { [[ -f $pidfile ]] && cat "$pidfile" || true; }
+pid() { cat "$pidfile" 2>/dev/null || true; }  # gone while it stops: no pid
 
 env_lines() {
     printf 'export CARBSCAN_PGBOUNCER_URL=%q\n' "postgres://postgres@127.0.0.1:$port/carbscan?pooler=transaction"
