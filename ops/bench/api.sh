@@ -128,15 +128,7 @@ measure() {
     local name=$1 url=$2
     shift 2
     wrk -t2 -c"$connections" -d"${duration}s" --latency "$@" "$url" >"$work/wrk.txt"
-    python3 - "$name" "$work/wrk.txt" >>"$work/results" <<'PY'
-import re, sys
-text = open(sys.argv[2]).read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", text).groups()
-p99 = float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-print(sys.argv[1], rps, p99, bad.group(1) if bad else 0)
-PY
+    python3 ops/bench/wrk_result.py "$name" "$work/wrk.txt" >>"$work/results"
 }
 
 for run in $(seq "$runs"); do

@@ -109,14 +109,7 @@ for run in $(seq "$runs"); do
         until curl -sf -o /dev/null "$base/health"; do sleep 0.1; done
         wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" "$base/meals" >"$work/wrk.txt"
         kill "$serve" && wait "$serve" 2>/dev/null || true
-        python3 - "$mode" "$work/wrk.txt" >>"$work/meals" <<'PY'
-import re, sys
-text = open(sys.argv[2]).read()
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", text).groups()
-bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-print(sys.argv[1], rps, float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit], bad.group(1) if bad else 0)
-PY
+        python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/meals"
         # Chats: seeded straight into Postgres and Redis, then drained by one worker in this mode.
         export CARBSCAN_PREFIX=bench-pgpaths-$run-$mode-$$
         DATABASE_URL=$direct_url "$bin_dir/slow-provider" seed --chats "$chats" --analyses 0 >&2
