@@ -33,6 +33,10 @@ let package = Package(
         // Prometheus metrics at GET /metrics (Sources/Telemetry).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Tracing: the API of swift-distributed-tracing (Hummingbird's already) and swift-otel's OTLP/HTTP exporter.
+        // Only that trait: the gRPC exporter would build grpc-swift too.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -43,9 +47,12 @@ let package = Package(
         // bcrypt through libxcrypt's crypt_r: <crypt.h> is not in Glibc's module.
         .systemLibrary(name: "CCrypt", path: "Sources/CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
 
+        // Whether this process traces, and a span's context as text (carried in a job's record); spans themselves
+        // are made with swift-distributed-tracing's API, and exported by the executable (swift-otel).
+        .target(name: "Traces", dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")]),
         .target(
             name: "Redis",
-            dependencies: ["CHiredis", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CHiredis", "Traces", .product(name: "Logging", package: "swift-log")]
         ),
         // JSON: a strict parser, Codable over parsed values both ways, RFC 3339 dates and the API's streaming encoder.
         .target(name: "JSON"),
@@ -56,7 +63,7 @@ let package = Package(
         .target(
             name: "Queue",
             dependencies: [
-                "Redis", "JSON", "Durations",
+                "Redis", "JSON", "Durations", "Traces",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
@@ -96,13 +103,13 @@ let package = Package(
         .target(
             name: "Postgres",
             dependencies: [
-                "CLibpq", "Durations", .product(name: "Logging", package: "swift-log"),
+                "CLibpq", "Durations", "Traces", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
             name: "OutboundHTTP",
-            dependencies: ["CCurl", "Durations", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CCurl", "Durations", "Traces", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "Mail",
@@ -157,7 +164,7 @@ let package = Package(
             dependencies: [
                 "Accounts", "AppStore", "Store", "Postgres", "Queue", "Outbox", "JSON", "Durations", "JobContracts", "Redis", "OutboundHTTP",
                 "ReadYourWrites",
-                "Telemetry",
+                "Telemetry", "Traces",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -198,7 +205,8 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail", "Push", "Telemetry", "Outbox", "Settings",
+                "AppStore", "Mail", "Push", "Telemetry", "Outbox", "Settings", "Traces",
+                .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -298,7 +306,7 @@ let package = Package(
         .testTarget(
             name: "TelemetryTests",
             dependencies: [
-                "Telemetry", "Queue", "JSON", "Redis", "Postgres", "OutboundHTTP", "Workers", "TestSupport",
+                "Telemetry", "Queue", "JSON", "Redis", "Postgres", "OutboundHTTP", "Workers", "TestSupport", "Traces",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

@@ -7,6 +7,7 @@ import Postgres
 import Queue
 import Redis
 import Telemetry
+import Traces
 
 /// What the API needs from the rest of the system.
 package struct APIDependencies: Sendable {
@@ -89,6 +90,13 @@ package enum APIServer {
         router: Router<APIContext>, routes: [(method: String, path: String)]
     ) {
         let router = Router(context: APIContext.self)
+        if TraceSwitch.isOn {
+            // Outermost: the server span covers the whole request (continuing the client's `traceparent`) and sees
+            // the status the error envelope answered. A query's secrets, should a client send any, stay out of it.
+            router.add(
+                middleware: TracingMiddleware(
+                    recordingHeaders: [.contentType], redactingQueryParameters: ["token", "code", "access_token", "refresh_token", "key"]))
+        }
         if let telemetry {
             // Outermost, so it sees the status the error envelope answered; /metrics is outside /api/mobile/v1.
             router.add(middleware: APIMetricsMiddleware(telemetry: telemetry))

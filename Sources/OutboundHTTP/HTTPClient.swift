@@ -1,5 +1,6 @@
 import CCurl
 import Logging
+import Traces
 
 /// An HTTP client over libcurl's multi interface: one multi handle per client, driven by one dedicated OS thread, so
 /// any number of concurrent requests cost one thread. HTTPS speaks HTTP/2 where the server offers it (ALPN), and
@@ -42,8 +43,25 @@ package final class HTTPClient: Sendable {
     ) async throws(HTTPClientError) -> HTTPResponse {
         // The synchronous work before and after the wait is in functions of their own: this frame is kept while the
         // call waits (thousands of AI calls at once), and holds the call's reference only.
+        if TraceSwitch.inTrace { return try await tracedSend(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout) }
         let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
         return try finish(call, await thread.submit(call))
+    }
+
+    private func tracedSend(
+        _ request: HTTPRequest, connectTimeout: Duration?, totalTimeout: Duration?
+    ) async throws(HTTPClientError) -> HTTPResponse {
+        var request = request
+        let span = ClientSpan(&request)
+        do {
+            let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+            let response = try finish(call, await thread.submit(call))
+            span.end(status: response.status, error: nil)
+            return response
+        } catch {
+            span.end(status: nil, error: error)
+            throw error
+        }
     }
 
     /// Sends a request and returns as soon as the response's status and headers have arrived, its body following as
@@ -59,7 +77,16 @@ package final class HTTPClient: Sendable {
     ) async throws(HTTPClientError) -> HTTPStreamingResponse {
         let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         let sink = BodySink(continuation)
-        let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout, sink: sink)
+        var request = request
+        // Its span lasts until the body ends, as the exchange does.
+        let span = TraceSwitch.inTrace ? ClientSpan(&request) : nil
+        let call: OutboundCall
+        do {
+            call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout, sink: sink)
+        } catch {
+            span?.end(status: nil, error: error)
+            throw error
+        }
         // Called once, when the sink is finished (the transfer ended, on the client's thread) or when the reader
         // goes away first (cancelled or dropped), which must abort the transfer.
         continuation.onTermination = { [thread, observer] termination in
@@ -76,6 +103,9 @@ package final class HTTPClient: Sendable {
             let duration = ContinuousClock.now - call.started
             observer?.requestFinished(
                 provider: call.request.provider, status: error == nil ? sink.status : nil, error: error, duration: duration)
+            span?.end(
+                status: sink.status == 0 ? nil : sink.status,
+                error: error.map { HTTPClientError($0, "the response's body ended with \($0)") })
         }
         switch await thread.submit(call) {
         case .success(let head):

@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import Traces
 
 /// A pool of PostgreSQL connections, each owned by its own thread. Safe to share across tasks.
 ///
@@ -56,7 +57,12 @@ package final class PostgresClient: PostgresQueryable {
 
     package func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
         let parameters = parameters.map(EncodedParameter.init)
-        return try await withThread { thread in
+        if TraceSwitch.inTrace { return try await StatementSpan.traced(sql, configuration) { try await run(sql, parameters) } }
+        return try await run(sql, parameters)
+    }
+
+    private func run(_ sql: String, _ parameters: [EncodedParameter]) async throws -> PostgresRows {
+        try await withThread { thread in
             try await thread.run { connection throws(PostgresError) in
                 try connection.ensureConnected()
                 defer { connection.rollbackLeftoverTransaction() }

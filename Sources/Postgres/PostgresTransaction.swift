@@ -1,4 +1,5 @@
 import Synchronization
+import Traces
 
 /// Statements inside `PostgresClient.transaction`, all on the transaction's connection. Valid only inside the
 /// closure: afterwards every call throws `.closed`.
@@ -24,7 +25,11 @@ package struct PostgresTransaction: PostgresQueryable {
 
     package func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
         try checkOpen()
-        return try await connection.query(sql, parameters.map(EncodedParameter.init))
+        let parameters = parameters.map(EncodedParameter.init)
+        if TraceSwitch.inTrace {
+            return try await StatementSpan.traced(sql, connection.thread.configuration) { try await connection.query(sql, parameters) }
+        }
+        return try await connection.query(sql, parameters)
     }
 
     @discardableResult

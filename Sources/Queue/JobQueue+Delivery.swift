@@ -20,6 +20,8 @@ public struct ReservedJob: Sendable {
     /// It was not started by its `start_by` time and has already ended `expired`: the worker does not run it, only
     /// reports its end.
     public let expired: Bool
+    /// The trace context its producer carried (``JobField/trace``): its run is a span of that trace.
+    public var traceContext: String? = nil
 }
 
 /// The outcome of one delivery, recorded in batches.
@@ -282,9 +284,9 @@ extension JobQueue {
     private static func decodeJobs(_ reply: RedisValue, queue: String) -> [ReservedJob] {
         guard let flat = reply.array else { return [] }
         var jobs: [ReservedJob] = []
-        jobs.reserveCapacity(flat.count / 9)
+        jobs.reserveCapacity(flat.count / 10)
         var i = 0
-        while i + 8 < flat.count {
+        while i + 9 < flat.count {
             let fire = flat[i + 6].string.flatMap(Double.init)
             jobs.append(
                 ReservedJob(
@@ -292,8 +294,9 @@ extension JobQueue {
                     kind: flat[i + 2].string ?? "", payload: flat[i + 3].string ?? "", attempt: flat[i + 4].int ?? 1,
                     maxAttempts: flat[i + 5].int ?? 1, scheduledFor: fire.map { Date(timeIntervalSince1970: $0 / 1000) },
                     enqueuedAt: Date(timeIntervalSince1970: (flat[i + 7].string.flatMap(Double.init) ?? 0) / 1000),
-                    isolated: flat[i + 8].string == "1", expired: flat[i + 8].string == "e"))
-            i += 9
+                    isolated: flat[i + 8].string == "1", expired: flat[i + 8].string == "e",
+                    traceContext: flat[i + 9].string.flatMap { $0.isEmpty ? nil : $0 }))
+            i += 10
         }
         return jobs
     }

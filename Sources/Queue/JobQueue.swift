@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Logging
 import Redis
+import Traces
 
 /// Options of the queue engine as a whole.
 public struct QueueOptions: Sendable {
@@ -164,7 +165,15 @@ public final class JobQueue: Sendable {
     /// Enqueues one job after checking its kind and payload. Returns its id, or why nothing was enqueued. One job goes
     /// straight to its path, without the batch's grouping (the one-by-one producer's figure is one round trip plus this).
     public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
-        let job = try prepare(kind, payload: payload, options: options, index: 0, id: options.id ?? .random())
+        if TraceSwitch.isOn { return try await tracedEnqueue(kind, payload: payload, options: options) }
+        return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random())
+    }
+
+    func enqueueOne(
+        _ kind: String, payload: JSONValue, options: EnqueueOptions, id: JobID, trace: String? = nil
+    ) async throws -> EnqueueResult {
+        var job = try prepare(kind, payload: payload, options: options, index: 0, id: id)
+        job.trace = trace
         var results = [EnqueueResult.alreadyFired]
         try await write([job], queue: job.queue, path: job.path, into: &results)
         return results[0]
@@ -272,6 +281,8 @@ public final class JobQueue: Sendable {
         var eventsMs: Int64
         /// `start_by:`, 0 for none.
         var startByMs: Int64
+        /// The producer's trace context (``JobField/trace``), kept in the record for every attempt's span.
+        var trace: String? = nil
 
         enum Path { case entry, transaction, scripted }
 
@@ -284,7 +295,7 @@ public final class JobQueue: Sendable {
             {
                 return .scripted
             }
-            return options.indexed || !(options.owner ?? "").isEmpty ? .transaction : .entry
+            return options.indexed || !(options.owner ?? "").isEmpty || trace != nil ? .transaction : .entry
         }
     }
 
@@ -339,6 +350,7 @@ public final class JobQueue: Sendable {
                 JobField.enqueuedMs.rawValue, now,
             ]
             if let owner = job.options.owner, !owner.isEmpty { record += [JobField.owner.rawValue, owner] }
+            if let trace = job.trace { record += [JobField.trace.rawValue, trace] }
             commands.append(record)
             commands.append(["XADD", keys.stream, "*", JobField.id.rawValue, job.id.rawValue])
             if position % 100 == 99 || position == jobs.count - 1 { commands.append(["EXEC"]) }
@@ -371,7 +383,7 @@ public final class JobQueue: Sendable {
                 uniqueTTLMs: (job.uniqueTTL ?? .seconds(86_400)).milliseconds,
                 cron: job.options.cron.map { ($0.name, Int64($0.fireTime.timeIntervalSince1970 * 1000), $0.catchUp) },
                 owner: job.options.owner, reservation: job.options.reservation, givenID: job.options.id != nil,
-                eventsMs: job.eventsMs, startByMs: job.startByMs)
+                eventsMs: job.eventsMs, startByMs: job.startByMs, trace: job.trace)
         }
         let reply = try await redis.run(EnqueueCall.script, keys: call.keys, arguments: call.arguments, durability: options.durability)
         for (job, answer) in zip(jobs, reply.array ?? []) {

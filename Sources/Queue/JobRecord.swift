@@ -1,4 +1,5 @@
 import Foundation
+import Traces
 
 /// Where a job stands, as clients and operators see it.
 public enum JobStatus: String, Sendable, Codable, CaseIterable {
@@ -45,6 +46,8 @@ public struct JobRecord: Sendable, Codable, Equatable {
     public var owner: String?
     /// Whether it sits in the dead set (it can be retried by hand).
     public var inDeadSet: Bool
+    /// The trace its producer started (32 hex digits), when the producer traced: every attempt is a span of it.
+    public var traceID: String?
 
     init?(id: JobID, queue: String, fields: [String: String], inDeadSet: Bool) {
         // A queued job's record has no status yet (one field less to write per job at enqueue).
@@ -72,6 +75,7 @@ public struct JobRecord: Sendable, Codable, Equatable {
         self.worker = JobField.worker.of(fields)
         self.owner = JobField.owner.of(fields)
         self.inDeadSet = inDeadSet
+        self.traceID = TraceCarrier.traceID(of: JobField.trace.of(fields))
     }
 
     private static func decodeHistory(_ text: String?) -> [AttemptError] {

@@ -4,6 +4,7 @@ import Logging
 import Redis
 import ServiceLifecycle
 import Synchronization
+import Traces
 
 /// How a worker process runs.
 public struct WorkerOptions: Sendable {
@@ -355,6 +356,7 @@ public final class Worker: Service {
     /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
     private func execute(_ job: ReservedJob, handler: JobRegistry.Handler) async {
         let began = ContinuousClock.now
+        if TraceSwitch.isOn { return await tracedExecute(job, handler: handler, began: began) }
         let result: Result<String?, any Error>
         do {
             result = .success(try await handler(job.payload, context(of: job)))
@@ -362,6 +364,32 @@ public final class Worker: Service {
             result = .failure(error)
         }
         finish(job, result: result, began: began)
+    }
+
+    /// `execute` as a consumer span of the trace its producer started (a new trace for a job enqueued without one: a
+    /// cron fire, a bulk enqueue). Each attempt is a span of its own, and the lines logged while it runs and as it
+    /// ends carry its ids.
+    private func tracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
+        let queueName = QueueShards.queue(ofShard: job.queue)
+        await withSpan("process \(queueName)", context: TraceCarrier.context(from: job.traceContext), ofKind: .consumer) { span in
+            span.updateAttributes { attributes in
+                MessagingSpan.attributes(queue: queueName, operation: "process", job: job.id, kind: job.kind, into: &attributes)
+                attributes["messaging.consumer.group.name"] = QueueKeys.group
+                attributes["carbscan.job.attempt"] = job.attempt
+                attributes["carbscan.job.max_attempts"] = job.maxAttempts
+                attributes["carbscan.job.since_enqueue_ms"] = Int(Date().timeIntervalSince(job.enqueuedAt) * 1000)
+                if job.isolated { attributes["carbscan.job.isolated"] = true }
+            }
+            let result: Result<String?, any Error>
+            do {
+                result = .success(try await handler(job.payload, context(of: job)))
+            } catch {
+                span.recordError(error)
+                span.setStatus(SpanStatus(code: .error, message: String(describing: error)))
+                result = .failure(error)
+            }
+            finish(job, result: result, began: began)
+        }
     }
 
     private func context(of job: ReservedJob) -> JobContext {

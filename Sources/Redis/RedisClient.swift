@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+import Traces
 
 /// A pool of Redis connections, each owned by its own thread. Safe to share across tasks.
 ///
@@ -125,6 +126,17 @@ public final class RedisClient: Sendable {
     /// With a `durability`, the script is followed on its connection by `WAIT` (see ``pipeline(_:durability:)``).
     @discardableResult
     public func run(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability? = nil) async throws
+        -> RedisValue
+    {
+        if TraceSwitch.inTrace {
+            return try await ScriptSpan.traced(script, configuration) {
+                try await runUntraced(script, keys: keys, arguments: arguments, durability: durability)
+            }
+        }
+        return try await runUntraced(script, keys: keys, arguments: arguments, durability: durability)
+    }
+
+    private func runUntraced(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability?) async throws
         -> RedisValue
     {
         if try await !isStandalone { return try await runClustered(script, keys: keys, arguments: arguments, durability: durability) }

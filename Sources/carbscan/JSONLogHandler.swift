@@ -9,10 +9,13 @@ struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
+    /// The current span's ids when tracing is on (`trace_id`, `span_id`).
+    var metadataProvider: Logger.MetadataProvider?
 
-    init(label: String, level: Logger.Level) {
+    init(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
         self.logLevel = level
+        self.metadataProvider = metadataProvider
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -25,7 +28,8 @@ struct JSONLogHandler: LogHandler {
         Self.appendQuoted(event.message.description, to: &line)
         line += ",\"logger\":"
         Self.appendQuoted(label, to: &line)
-        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        var merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { current, _ in current } }
         for key in merged.keys.sorted() {
             line += ","
             Self.appendQuoted(key, to: &line)
@@ -63,10 +67,12 @@ extension Logger {
 }
 
 enum LogSetup {
-    /// JSON lines on stderr at `LOG_LEVEL` (trace, debug, info, notice, warning, error, critical; default info).
+    /// JSON lines on stderr at `LOG_LEVEL` (trace, debug, info, notice, warning, error, critical; default info); a
+    /// line written inside a span carries its ids when the `OTEL_` variables turn tracing on (`TracingSetup`).
     static func bootstrap() {
         let level = level(default: .info)
-        LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+        let provider = (try? TracingSetup.isWanted(.process)) == true ? TracingSetup.logMetadata : nil
+        LoggingSystem.bootstrap({ JSONLogHandler(label: $0, level: level, metadataProvider: $1) }, metadataProvider: provider)
     }
 
     /// `LOG_LEVEL`, or `fallback` when it is unset or not a level's name.

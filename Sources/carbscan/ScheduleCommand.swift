@@ -29,6 +29,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.scheduler")
+            let tracing = try TracingSetup.bootstrap(serviceName: "carbscan-scheduler")
             let queue = try global.jobQueue(logger: logger)
             let zone = try EnvironmentReader.process.timeZone("SCAN_RESET_TIMEZONE", default: .gmt)
             try SettingChecks.scanResetZone(zone, catalog: queue.catalog)
@@ -40,9 +41,11 @@ struct ScheduleCommand: AsyncParsableCommand {
             // The beacon returns on `carbscan processes stop`, which ends the group as a SIGTERM would.
             let group = ServiceGroup(
                 configuration: .init(
-                    services: metrics.services(
-                        [.init(service: scheduler), .init(service: beacon, successTerminationBehavior: .gracefullyShutdownGroup)],
-                        telemetry: telemetry, logger: logger),
+                    services: TracingSetup.first(
+                        tracing,
+                        metrics.services(
+                            [.init(service: scheduler), .init(service: beacon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                            telemetry: telemetry, logger: logger)),
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()

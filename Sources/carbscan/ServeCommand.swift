@@ -45,6 +45,7 @@ struct ServeCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.api")
+            let tracing = try TracingSetup.bootstrap(serviceName: "carbscan-api")
             let environment = EnvironmentReader.process
             let port = try port ?? SettingChecks.port(environment) ?? 8080
             let settings = try ServeSettings(environment: environment)
@@ -67,7 +68,8 @@ struct ServeCommand: AsyncParsableCommand {
                 logger.info("serving the mobile API", metadata: ["address": "\(host):\(port)"])
             }
             // Shut down in reverse: the waiter first, so pending long-polls are answered with their job at once, then the
-            // server, which finishes the requests in flight (those answers among them), then the replicas' health checks.
+            // server, which finishes the requests in flight (those answers among them), then the replicas' health checks,
+            // and last the span exporter, which sends the spans of those requests.
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: dependencies.waiter)]
             if let replicas {
                 services.insert(.init(service: ReadReplicaHealthService(replicas)), at: 0)
@@ -75,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let group = ServiceGroup(
                 configuration: .init(
-                    services: metrics.services(services, telemetry: telemetry, logger: logger),
+                    services: TracingSetup.first(tracing, metrics.services(services, telemetry: telemetry, logger: logger)),
                     gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger))
             try await group.run()

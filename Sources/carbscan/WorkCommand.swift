@@ -61,6 +61,7 @@ struct WorkCommand: AsyncParsableCommand {
         LogSetup.bootstrap()
         try await reportingErrors {
             let logger = Logger(label: "carbscan.worker")
+            let tracing = try TracingSetup.bootstrap(serviceName: "carbscan-worker")
             // Connections open on first use: a worker serving only Redis-side kinds never needs Postgres.
             let database = try global.database(logger: logger, poolSize: databasePool)
             defer { database.shutdown() }
@@ -133,11 +134,14 @@ struct WorkCommand: AsyncParsableCommand {
             defer { reloading.cancel() }
             // The beacon first: the group stops services in reverse, so it beats (as stopping) while the worker drains. A
             // worker that returns (`carbscan processes stop`) ends the group as a SIGTERM would.
+            // The span exporter before them all: stopped last, it sends the spans of the jobs that ended in the drain.
             let group = ServiceGroup(
                 configuration: .init(
-                    services: metrics.services(
-                        [.init(service: beacon), .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)],
-                        telemetry: telemetry, logger: logger),
+                    services: TracingSetup.first(
+                        tracing,
+                        metrics.services(
+                            [.init(service: beacon), .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup)],
+                            telemetry: telemetry, logger: logger)),
                     gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
             queue.redis.close()

@@ -200,6 +200,21 @@ import carbscan
         }
     }
 
+    /// A job whose producer traced (its record carries the trace context): its page names the trace, for the
+    /// operator to look it up in the tracing backend.
+    @Test func jobPageShowsItsTraceID() async throws {
+        try await TestAPI.run(environment: Ops.environment) { api, client in
+            let untraced = try #require(try await api.queue.enqueue("noop", payload: [:], options: .init(delay: .seconds(3600))).id)
+            let traced = try #require(try await api.queue.enqueue("noop", payload: [:], options: .init(delay: .seconds(3600))).id)
+            let key = try #require(try await api.queue.redis.send("KEYS", "*:job:\(traced.rawValue)").array?.first?.string)
+            try await api.queue.redis.send(
+                "HSET", key, "tp", "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ntracestate=rojo=1")
+            let page = try await client.ops(.get, "/ops/jobs/\(traced.rawValue)")
+            #expect(page.text.contains(#"data-trace-id="4bf92f3577b34da6a3ce929d0e0e4736""#), "\(page.text)")
+            #expect(!(try await client.ops(.get, "/ops/jobs/\(untraced.rawValue)").text.contains("data-trace-id")))
+        }
+    }
+
     @Test func redactionIsCaseInsensitiveAndNested() throws {
         let value = try JSONValue(
             parsing: #"{"user":{"Refresh_Token":"r","profile":{"name":"n"}},"list":[{"AUTHORIZATION":"a"}],"secretKey":1}"#)

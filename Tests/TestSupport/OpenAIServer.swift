@@ -80,6 +80,8 @@ public final class OpenAIServer: Sendable {
         public var authorization: String?
         public var body: String
         public var at = ContinuousClock.now
+        /// The W3C trace context the caller sent, if it traces.
+        public var traceparent: String? = nil
     }
 
     public let port: Int
@@ -106,7 +108,9 @@ public final class OpenAIServer: Sendable {
         router.post("v1/chat/completions") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 32 << 20)
             let text = String(buffer: body)
-            let received = Received(authorization: request.headers[.authorization], body: text)
+            let received = Received(
+                authorization: request.headers[.authorization], body: text,
+                traceparent: request.headers.first { $0.name.canonicalName == "traceparent" }?.value)
             let fields = try? JSONValue(parsing: text)
             var stream: Stream?
             if fields?["stream"] == true {

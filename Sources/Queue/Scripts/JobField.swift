@@ -36,6 +36,9 @@ enum JobField: String, CaseIterable {
     case events = "ev"
     /// When (ms) the job must have started by (`start_by:`): a later start ends it `expired` instead.
     case startBy = "sby"
+    /// The producer's trace context (`TraceCarrier`): every attempt's span continues the trace of the request that
+    /// enqueued it. Only when the producer traced.
+    case trace = "tp"
     /// Only in a stream entry: the job's id.
     case id
 

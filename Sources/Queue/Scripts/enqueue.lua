@@ -2,7 +2,8 @@
 -- id, kind, payload, maxAttempts, visibilityMs, delayMs, uniqueKey, uniqueTtlMs, cronName, fireMs, cronMode, owner,
 -- reservation, given ('1': the producer chose the id, e.g. a transactional outbox's relay, so a second enqueue of it
 -- while its record lives is a duplicate of itself), events (the event log's lifetime in ms for kinds with
--- `events: true`, else empty), startBy (ms from now within which it must start, else empty).
+-- `events: true`, else empty), startBy (ms from now within which it must start, else empty), trace (the producer's
+-- trace context, else empty).
 -- Returns per job: the id, `dup:<id of the holder>` for a taken unique key or a given id already enqueued, or `skip`
 -- for a cron fire already done.
 -- Includes only the clock, not the helpers: an API request enqueues one job per call, and defining the helpers was a
@@ -15,11 +16,11 @@ local prefix, n = ARGV[1], tonumber(ARGV[2])
 local now = nil
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 16
+  local b = 2 + i * 17
   local id, kind, payload, max, vis = ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4], ARGV[b+5]
   local delay, ukey, uttl = tonumber(ARGV[b+6]), ARGV[b+7], ARGV[b+8]
   local cronName, fire, cronMode, owner = ARGV[b+9], ARGV[b+10], ARGV[b+11], ARGV[b+12]
-  local reservation, given, events, startBy = ARGV[b+13], ARGV[b+14], ARGV[b+15], ARGV[b+16]
+  local reservation, given, events, startBy, trace = ARGV[b+13], ARGV[b+14], ARGV[b+15], ARGV[b+16], ARGV[b+17]
   local result = id
   if given == '1' and redis.call('EXISTS', prefix .. 'job:' .. id) == 1 then result = 'dup:' .. id end
   if cronName ~= '' then
@@ -48,6 +49,7 @@ for i = 0, n - 1 do
     if reservation ~= '' then fields[#fields + 1] = 'resv'; fields[#fields + 1] = reservation end
     if cronName ~= '' then fields[#fields + 1] = 'fire'; fields[#fields + 1] = fire end
     if events ~= '' then fields[#fields + 1] = 'ev'; fields[#fields + 1] = events end
+    if trace ~= '' then fields[#fields + 1] = 'tp'; fields[#fields + 1] = trace end
     if startBy ~= '' then
       now = now or nowMs()
       fields[#fields + 1] = 'sby'; fields[#fields + 1] = int(now + tonumber(startBy))

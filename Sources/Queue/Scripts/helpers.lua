@@ -107,13 +107,13 @@ local function carried(flat)
   local f = fieldsOf(flat)
   return {f['kind'], f['payload'], f['max'], f['vis']}
 end
--- The 9 fields the worker reads per started job (the last: '1' when the job runs isolated, see start; 'e' when it
--- expired instead of starting: the worker only reports its end).
-local function started(out, id, entry, kind, payload, attempts, max, fire, enq, isolated)
+-- The 10 fields the worker reads per started job (the ninth: '1' when the job runs isolated, see start; 'e' when it
+-- expired instead of starting: the worker only reports its end; the tenth: the producer's trace context, `tp`).
+local function started(out, id, entry, kind, payload, attempts, max, fire, enq, isolated, trace)
   local n = #out
   out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, kind, payload
   out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempts, max, fire, enq
-  out[n + 9] = isolated or ''
+  out[n + 9], out[n + 10] = isolated or '', trace or ''
 end
 -- Back to the end of the stream, as it was delivered (a carried job keeps what it carries).
 local function handBack(stream, group, entry, id, job)
@@ -164,14 +164,14 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
       started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
     else
       local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost', 'cncl',
-        'sby', 'ev', 'resv')
+        'sby', 'ev', 'resv', 'tp')
       if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' or f[4] == 'cancelled' or f[4] == 'expired' then
         redis.call('XACK', stream, group, entry)
       elseif f[10] and now > tonumber(f[10]) and not f[9] then
         -- Waited past its start_by time: whoever wanted it has left.
         redis.call('XACK', stream, group, entry)
         expire(prefix, statsKey, key, id, now, deadRetention, f[12], f[11], f[7])
-        started(out, id, entry, f[1], f[2], tonumber(f[7] or '0'), tonumber(f[3]), f[5] or '', f[6] or '', 'e')
+        started(out, id, entry, f[1], f[2], tonumber(f[7] or '0'), tonumber(f[3]), f[5] or '', f[6] or '', 'e', f[13])
       elseif f[9] then
         -- Cancelled while it ran (its worker died or handed it back since): it does not run again.
         redis.call('XACK', stream, group, entry)
@@ -200,7 +200,7 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
           redis.call('HSET', key, 'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry,
             'attempts', int(attempts))
           logState(prefix, id, f[11], 'running', int(attempts), true)
-          started(out, id, entry, f[1], f[2], attempts, max, f[5] or '', f[6] or '', isolated)
+          started(out, id, entry, f[1], f[2], attempts, max, f[5] or '', f[6] or '', isolated, f[13])
         end
       end
     end

@@ -1,6 +1,6 @@
 -- Non-blocking fetch and start in one round-trip. KEYS: stream, dead, stats.
 -- ARGV: prefix, group, consumer, count, deadRetentionMs, deadCap, deadMaxAgeMs, idle ('1': nothing in flight).
--- Returns 9 fields per job: id, entry, kind, payload, attempt, maxAttempts, fireMs, enqueuedMs, isolated.
+-- Returns 10 fields per job: id, entry, kind, payload, attempt, maxAttempts, fireMs, enqueuedMs, isolated, trace context.
 -- @include helpers.lua
 local reply = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', ARGV[4], 'STREAMS', KEYS[1], '>')
 if not reply then return {} end

@@ -15,10 +15,13 @@ struct ServeClient: Sendable {
         self.preferAsync = preferAsync
     }
 
-    func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: Any]) {
+    func call(
+        _ method: String, _ path: String, token: String? = nil, json: String? = nil, headers: [String: String] = [:]
+    ) async throws -> (Int, [String: Any]) {
         var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         request.timeoutInterval = 30
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let json {
             request.httpBody = Data(json.utf8)
