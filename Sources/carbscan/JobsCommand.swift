@@ -247,6 +247,7 @@ func describe(_ r: JobRecord) -> String {
     if let d = r.finishedAt { lines.append("finished:    \(iso(d))") }
     if let w = r.worker { lines.append("worker:      \(w)") }
     if let u = r.uniqueKey { lines.append("unique key:  \(u)") }
+    if let t = r.traceID { lines.append("trace:       \(t)") }
     lines.append("payload:     \(r.payload)")
     if let result = r.result { lines.append("result:      \(result)") }
     if let error = r.error { lines.append("error:       \(error)") }
