@@ -257,7 +257,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Tests/TestSupport",
-            exclude: ["smtp_sink.py", "apns_peer.py", "fcm_peer.py", "tls_peer.py"]
+            exclude: ["smtp_sink.py", "apns_peer.py", "fcm_peer.py", "tls_peer.py", "otlp_receiver.py", "otlp_receiver_check.py"]
         ),
         .testTarget(
             name: "WorkersTests",

@@ -49,6 +49,9 @@ python_tool schemathesis 'schemathesis>=4.32,<5'                       # the API
 python_tool kubernetes_validate 'kubernetes-validate>=1.32,<2'         # the deploy kit's manifests (ops/deploy/check.sh)
 python_tool yaml 'PyYAML>=6,<7'                                        # the deploy kit's structure checks (check.py)
 python_tool selenium 'selenium>=4.20,<5'                               # the dashboard's browser test (ops/dashboard/run.sh)
+# The tests' OTLP/HTTP receiver (Tests/TestSupport/otlp_receiver.py): OpenTelemetry's generated protobuf types. The
+# module checked is one of them: the `opentelemetry` namespace alone is shared by every OpenTelemetry package.
+python_tool opentelemetry.proto.collector.trace.v1.trace_service_pb2 'opentelemetry-proto>=1.27,<2'
 
 if ! command -v swift >/dev/null; then
     echo "install.sh: no swift on PATH (nor /opt/swift/usr/bin): install Swift 6.3 from https://swift.org/install" >&2

@@ -89,9 +89,9 @@ require_binary() {
     exit 69
 }
 
-# The Python tools from PyPI (schemathesis, aiosmtpd, hypercorn, selenium, kubernetes-validate, PyYAML, matplotlib)
-# live in a virtual environment of the checkout's own, never in the system's Python (PEP 668 refuses that on Debian
-# 12). Scripts run them as "$venv/bin/TOOL"; the standard library's scripts run with any python3.
+# The Python tools from PyPI (schemathesis, aiosmtpd, hypercorn, selenium, kubernetes-validate, PyYAML, matplotlib,
+# opentelemetry-proto) live in a virtual environment of the checkout's own, never in the system's Python (PEP 668
+# refuses that on Debian 12). Scripts run them as "$venv/bin/TOOL"; the standard library's scripts run with any python3.
 venv=$ops_root/.local/venv
 
 # python_tool MODULE SPEC: makes the virtual environment if needed and pip-installs SPEC into it unless MODULE

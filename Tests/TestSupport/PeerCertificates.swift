@@ -33,14 +33,17 @@ enum PeerCertificates {
         guard process.terminationStatus == 0 else { throw ServerError("openssl \(arguments[0]) exited \(process.terminationStatus)") }
     }
 
-    /// Starts `script` (beside this file) with the Python of `.local/venv` and waits for its `port N` line.
-    static func startPeer(script: String, arguments: [String], directory: URL) async throws -> (port: Int, process: Process) {
+    /// Starts `script` (beside this file) with the Python of `.local/venv` and waits for its `port N` line;
+    /// `requirements` names the PyPI packages it imports, for the error when it does not start.
+    static func startPeer(
+        script: String, arguments: [String], directory: URL, requirements: String = "hypercorn and cryptography"
+    ) async throws -> (port: Int, process: Process) {
         let output = directory.appendingPathComponent("peer.out")
         guard FileManager.default.createFile(atPath: output.path, contents: nil) else { throw ServerError("cannot create \(output.path)") }
         let here = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let python = TestServices.repositoryRoot.appendingPathComponent(".local/venv/bin/python3")
         guard FileManager.default.isExecutableFile(atPath: python.path) else {
-            throw ServerError("no \(python.path): ops/install.sh makes it, with hypercorn and cryptography")
+            throw ServerError("no \(python.path): ops/install.sh makes it, with \(requirements)")
         }
         let server = Process()
         server.executableURL = python
@@ -57,6 +60,6 @@ enum PeerCertificates {
         }
         if server.isRunning { server.terminate() }
         let log = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        throw ServerError("\(script) did not report its port (are hypercorn and cryptography installed? ops/install.sh): \(log)")
+        throw ServerError("\(script) did not report its port (are \(requirements) installed? ops/install.sh): \(log)")
     }
 }

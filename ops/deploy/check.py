@@ -14,6 +14,7 @@ import re
 import shlex
 import subprocess
 import sys
+import urllib.parse
 
 import yaml
 
@@ -312,6 +313,59 @@ for file, where, doc in scaled:
     streams = {t["metadata"].get("stream", "").split("{")[-1].split("}")[0] for t in doc["spec"]["triggers"] if t["type"] == "redis-streams"}
     if streams and streams != served:
         problem(f"{where}: streams {sorted(streams)} are not the queues {target} serves {sorted(served)}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tracing: each CarbScan process names its own service, and the pods' OTLP endpoint is a Service of the kit.
+
+traced: dict[tuple[str, str], str] = {}  # (kit, OTEL_SERVICE_NAME) -> where it is set
+
+
+def traced_as(kit: str, where: str, service: str | None) -> None:
+    if not service:
+        problem(f"{where}: no OTEL_SERVICE_NAME (its spans would not say which process made them)")
+    elif (kit, service) in traced:
+        problem(f"{where}: OTEL_SERVICE_NAME {service} is also {traced[kit, service]}'s")
+    else:
+        traced[kit, service] = where
+
+
+config_maps = {doc["metadata"]["name"]: doc.get("data", {}) for _, _, doc in objects if doc.get("kind") == "ConfigMap"}
+for name, (where, doc) in deployments.items():
+    main = doc["spec"]["template"]["spec"]["containers"][0]
+    if main.get("image") != "carbscan":
+        continue
+    known = {key for source in main.get("envFrom", []) for key in config_maps.get(source.get("configMapRef", {}).get("name"), {})}
+    env = {}
+    for variable in main.get("env", []):
+        # Kubernetes expands $(NAME) only from variables defined before (envFrom, then env in order); else it stays.
+        for used in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", str(variable.get("value", ""))):
+            if used not in known:
+                problem(f"{where}: {variable['name']} uses $({used}), not defined before it")
+        known.add(variable["name"])
+        env[variable["name"]] = variable.get("value")
+    traced_as("kubernetes", where, env.get("OTEL_SERVICE_NAME"))
+for name, parsed in units.items():
+    environment = dict(pair.split("=", 1) for pair in shlex.split(parsed["Service"].get("Environment", "")))
+    traced_as("systemd", name, environment.get("OTEL_SERVICE_NAME"))
+
+endpoint = config_maps.get("carbscan-config", {}).get("OTEL_EXPORTER_OTLP_ENDPOINT")
+if endpoint:
+    url = urllib.parse.urlsplit(endpoint)
+    try:
+        port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    except ValueError:
+        port = None
+    services = {doc["metadata"]["name"]: doc for _, _, doc in objects if doc.get("kind") == "Service"}
+    if url.scheme not in ("http", "https") or port is None:
+        problem(f"config.yaml: OTEL_EXPORTER_OTLP_ENDPOINT {endpoint} is not an http(s) URL (OTLP/HTTP)")
+    elif url.path.rstrip("/").endswith("/v1/traces"):
+        problem("config.yaml: OTEL_EXPORTER_OTLP_ENDPOINT ends in /v1/traces, which the exporter appends to it (a full URL goes in "
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)")
+    elif "." not in (url.hostname or "") and url.hostname not in services:
+        problem(f"config.yaml: OTEL_EXPORTER_OTLP_ENDPOINT names {url.hostname}, not a Service of the kit")
+    elif url.hostname in services and port not in {p["port"] for p in services[url.hostname]["spec"]["ports"]}:
+        problem(f"config.yaml: OTEL_EXPORTER_OTLP_ENDPOINT's port {port} is not a port of Service {url.hostname}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
