@@ -98,6 +98,8 @@ if (($# == 0)); then
     timeout "${TEST_TIME_LIMIT:-1200}" swift test --skip-build --filter FailoverTests
     # The Swift client's package on its own (its build resolves none of the server's packages): its own tests.
     swift test --package-path Clients/Swift
+    # The tests' OTLP receiver against the OTLP/HTTP specification's answers (~0.5 s).
+    .local/venv/bin/python3 Tests/TestSupport/otlp_receiver_check.py
     bash ops/contract.sh
     bash ops/deploy/check.sh
     bash ops/dashboard/run.sh

@@ -12,7 +12,8 @@ import Traces
 /// specification asks.
 enum TracingSetup {
     /// Whether the variables ask for traces. Throws for what this build cannot do, rather than dying inside the
-    /// exporter: gRPC (only OTLP/HTTP is built in) and exporters other than `otlp` and `none`.
+    /// exporter or sending what a collector refuses: gRPC (only OTLP/HTTP is built in), OTLP/JSON (swift-otel's ids
+    /// are base64 there) and exporters other than `otlp` and `none`.
     static func isWanted(_ environment: EnvironmentReader) throws -> Bool {
         if environment.text("OTEL_SDK_DISABLED")?.lowercased() == "true" { return false }
         switch environment.text("OTEL_TRACES_EXPORTER")?.lowercased() {
@@ -24,10 +25,10 @@ enum TracingSetup {
         guard environment.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") ?? environment.text("OTEL_EXPORTER_OTLP_ENDPOINT") != nil else {
             return false
         }
+        // http/json too: swift-otel 1.6.0 writes its ids in base64 where OTLP/JSON says hex, and a collector refuses them.
         for variable in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
-            if let value = environment.text(variable), value != "http/protobuf", value != "http/json" {
-                throw SettingError(
-                    variable, "'\(value)' is not supported: http/protobuf (the default) or http/json, to the collector's port 4318")
+            if let value = environment.text(variable), value != "http/protobuf" {
+                throw SettingError(variable, "'\(value)' is not supported: http/protobuf, to the collector's port 4318")
             }
         }
         return true

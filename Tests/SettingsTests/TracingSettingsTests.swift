@@ -17,7 +17,7 @@ import Testing
         #expect(try TracingSetup.isWanted(["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"]))
         #expect(
             try TracingSetup.isWanted([
-                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
                 "OTEL_TRACES_EXPORTER": "otlp",
             ]))
     }
@@ -32,7 +32,8 @@ import Testing
         let endpoint = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"]
         for (variable, value) in [
             ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http"), ("OTEL_TRACES_EXPORTER", "zipkin"), ("OTEL_TRACES_EXPORTER", "console"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"), ("OTEL_TRACES_EXPORTER", "zipkin"),
+            ("OTEL_TRACES_EXPORTER", "console"),
         ] {
             #expect {
                 try TracingSetup.isWanted(EnvironmentReader(endpoint.merging([variable: value]) { $1 }))
