@@ -3,7 +3,8 @@ import Traces
 
 /// An outbound call as an OpenTelemetry client span (HTTP semantic conventions), its context sent along as the
 /// propagators' headers (`traceparent`), so a model server or a login endpoint that traces continues the trace.
-/// Only while tracing is on (`TraceSwitch`).
+/// Only inside a sampled trace (`TraceSwitch.inSampledTrace`); in one the sampler dropped, only its context is sent
+/// (`traceparent` with the flag unset), so whoever is called drops it too.
 struct ClientSpan: Sendable {
     let span: any Span
 
@@ -21,8 +22,19 @@ struct ClientSpan: Sendable {
             }
             attributes["carbscan.http.provider"] = request.provider
         }
+        Self.inject(span.context, into: &request)
+    }
+
+    /// Sends the current context along without a span of its own (a trace the sampler dropped).
+    static func propagate(into request: inout HTTPRequest) {
+        guard let context = InstrumentationContext.current else { return }
+        inject(context, into: &request)
+    }
+
+    /// Adds `context`'s propagation headers to the request, replacing any of the same name.
+    private static func inject(_ context: InstrumentationContext, into request: inout HTTPRequest) {
         var fields: [String: String] = [:]
-        InstrumentationSystem.instrument.inject(span.context, into: &fields, using: FieldsInjector())
+        InstrumentationSystem.instrument.inject(context, into: &fields, using: FieldsInjector())
         if !fields.isEmpty {
             request.headers.removeAll { header in fields.keys.contains(header.name.lowercased()) }
             request.headers += fields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }

@@ -43,7 +43,9 @@ package final class HTTPClient: Sendable {
     ) async throws(HTTPClientError) -> HTTPResponse {
         // The synchronous work before and after the wait is in functions of their own: this frame is kept while the
         // call waits (thousands of AI calls at once), and holds the call's reference only.
-        if TraceSwitch.inTrace { return try await tracedSend(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout) }
+        if TraceSwitch.isOn, InstrumentationContext.current != nil {
+            return try await tracedSend(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+        }
         let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
         return try finish(call, await thread.submit(call))
     }
@@ -52,6 +54,11 @@ package final class HTTPClient: Sendable {
         _ request: HTTPRequest, connectTimeout: Duration?, totalTimeout: Duration?
     ) async throws(HTTPClientError) -> HTTPResponse {
         var request = request
+        guard TraceSwitch.inSampledTrace else {
+            ClientSpan.propagate(into: &request)
+            let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
+            return try finish(call, await thread.submit(call))
+        }
         let span = ClientSpan(&request)
         do {
             let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
@@ -79,7 +86,8 @@ package final class HTTPClient: Sendable {
         let sink = BodySink(continuation)
         var request = request
         // Its span lasts until the body ends, as the exchange does.
-        let span = TraceSwitch.inTrace ? ClientSpan(&request) : nil
+        let span = TraceSwitch.inSampledTrace ? ClientSpan(&request) : nil
+        if span == nil, TraceSwitch.isOn { ClientSpan.propagate(into: &request) }
         let call: OutboundCall
         do {
             call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout, sink: sink)

@@ -24,7 +24,9 @@ extension JobQueue {
         let queue = catalog[kind]?.queue ?? kind
         return try await withSpan("send \(queue)", ofKind: .producer) { span in
             let id = options.id ?? .random()
-            span.updateAttributes { MessagingSpan.attributes(queue: queue, operation: "send", job: id, kind: kind, into: &$0) }
+            if span.isRecording {
+                span.updateAttributes { MessagingSpan.attributes(queue: queue, operation: "send", job: id, kind: kind, into: &$0) }
+            }
             let result = try await enqueueOne(kind, payload: payload, options: options, id: id, trace: TraceCarrier.current())
             switch result {
             case .enqueued: break

@@ -165,7 +165,14 @@ public final class JobQueue: Sendable {
     /// Enqueues one job after checking its kind and payload. Returns its id, or why nothing was enqueued. One job goes
     /// straight to its path, without the batch's grouping (the one-by-one producer's figure is one round trip plus this).
     public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
-        if TraceSwitch.isOn { return try await tracedEnqueue(kind, payload: payload, options: options) }
+        if TraceSwitch.isOn {
+            // Inside a trace the sampler dropped, the job only carries its context (its run is dropped too).
+            if InstrumentationContext.current != nil, !TraceSwitch.inSampledTrace {
+                return try await enqueueOne(
+                    kind, payload: payload, options: options, id: options.id ?? .random(), trace: TraceCarrier.current())
+            }
+            return try await tracedEnqueue(kind, payload: payload, options: options)
+        }
         return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random())
     }
 

@@ -357,6 +357,18 @@ public final class Worker: Service {
     private func execute(_ job: ReservedJob, handler: JobRegistry.Handler) async {
         let began = ContinuousClock.now
         if TraceSwitch.isOn { return await tracedExecute(job, handler: handler, began: began) }
+        // Inline, not `untracedExecute`: a second async frame would be kept with every job held.
+        let result: Result<String?, any Error>
+        do {
+            result = .success(try await handler(job.payload, context(of: job)))
+        } catch {
+            result = .failure(error)
+        }
+        finish(job, result: result, began: began)
+    }
+
+    /// `execute`'s body, for a traced process's job that makes no span of its own.
+    private func untracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
         let result: Result<String?, any Error>
         do {
             result = .success(try await handler(job.payload, context(of: job)))
@@ -371,7 +383,13 @@ public final class Worker: Service {
     /// ends carry its ids.
     private func tracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
         let queueName = QueueShards.queue(ofShard: job.queue)
-        await withSpan("process \(queueName)", context: TraceCarrier.context(from: job.traceContext), ofKind: .consumer) { span in
+        let parent = TraceCarrier.context(from: job.traceContext)
+        if job.traceContext != nil, !TraceSwitch.isSampled(parent) {
+            // Its producer's trace was dropped: no span, only the context, for the calls it makes.
+            return await InstrumentationContext.$current.withValue(parent) { await untracedExecute(job, handler: handler, began: began) }
+        }
+        await withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
+            guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }
             span.updateAttributes { attributes in
                 MessagingSpan.attributes(queue: queueName, operation: "process", job: job.id, kind: job.kind, into: &attributes)
                 attributes["messaging.consumer.group.name"] = QueueKeys.group

@@ -1,4 +1,5 @@
 import Synchronization
+
 @_exported import Tracing
 
 /// Whether this process traces: switched on once at start-up, before any span, by the command that bootstrapped
@@ -6,13 +7,27 @@ import Synchronization
 /// outbound call) skip spans and propagation altogether: not even the no-op tracer is called.
 public enum TraceSwitch {
     private static let state = Atomic<Bool>(false)
+    /// Written once, before `state` turns on (whose releasing store publishes it); read only after seeing it on.
+    nonisolated(unsafe) private static var sampled: @Sendable (InstrumentationContext) -> Bool = { _ in false }
 
-    public static var isOn: Bool { state.load(ordering: .relaxed) }
+    public static var isOn: Bool { state.load(ordering: .acquiring) }
 
-    /// Whether a span started now belongs to a trace: tracing is on and a span is current. The libraries' own spans
-    /// (a statement, a script, an outbound call) start only then: a health check or a worker's fetch is no trace.
-    public static var inTrace: Bool { isOn && InstrumentationContext.current != nil }
+    /// Called by the executable after `InstrumentationSystem.bootstrap`, never by a library. `isSampled` tells whether
+    /// a context's span is sampled (the tracer's own flag).
+    public static func turnOn(isSampled: @escaping @Sendable (InstrumentationContext) -> Bool) {
+        sampled = isSampled
+        state.store(true, ordering: .releasing)
+    }
 
-    /// Called by the executable after `InstrumentationSystem.bootstrap`, never by a library.
-    public static func turnOn() { state.store(true, ordering: .relaxed) }
+    /// Whether a sampled span is current. The libraries' own spans (a statement, a script, an outbound call, an
+    /// enqueue inside a request) are made only then: a health check or a worker's fetch is no trace, and a span under
+    /// one the sampler dropped would be dropped too (the samplers are parent-based: the default and the deploy kit's)
+    /// after costing its ids, its context and its attributes. Unsampled, the context still travels (`traceparent`).
+    public static var inSampledTrace: Bool {
+        guard isOn, let context = InstrumentationContext.current else { return false }
+        return sampled(context)
+    }
+
+    /// Whether `context`'s span is sampled (false while tracing is off).
+    public static func isSampled(_ context: InstrumentationContext) -> Bool { isOn && sampled(context) }
 }

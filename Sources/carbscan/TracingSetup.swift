@@ -46,7 +46,7 @@ enum TracingSetup {
         configuration.diagnosticLogger = .custom(Logger(label: "carbscan.otel"))
         configuration.diagnosticLogLevel = .warning
         let service = try OTel.bootstrap(configuration: configuration, environment: environment.values)
-        TraceSwitch.turnOn()
+        TraceSwitch.turnOn { $0.otelIsSampled }
         return service
     }
 

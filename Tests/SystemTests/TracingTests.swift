@@ -154,6 +154,32 @@ import Testing
         }
     }
 
+    /// A request whose app did not sample its trace (`traceparent` flags 00; the samplers are parent-based): no span
+    /// is exported, in either process, yet the context travels through the job to the model, still unsampled.
+    @Test(.timeLimit(.minutes(2)))
+    func aTraceTheAppDidNotSampleOnlyTravels() async throws {
+        let receiver = try await OTLPReceiver.start()
+        defer { receiver.stop() }
+        let model = try await OpenAIServer.start(fallback: .json(Self.answer))
+        defer { model.stop() }
+        let parentBased = receiver.environment(service: "carbscan-api").merging(["OTEL_TRACES_SAMPLER": "parentbased_always_on"]) { $1 }
+        try await Self.withSystem(model: model, tracing: parentBased) { api, _, _, _ in
+            let token = try await Self.signUp(api)
+            let app = Self.appContext()
+            let unsampled = String(app.header.dropLast(2)) + "00"
+            let (status, _) = try await api.call(
+                "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#, headers: ["traceparent": unsampled])
+            #expect(status == 200)
+            let sent = try #require(model.received.last?.traceparent, "the model got no traceparent")
+            let parts = sent.split(separator: "-").map(String.init)
+            #expect(parts.count == 4 && parts[1] == app.traceID && parts[3] == "00", "\(sent)")
+            // The sign-up's trace (sampled, started here) arrives; the chat's never does.
+            try await receiver.waitForSpans { spans in spans.contains { $0.attributes["http.route"] == "/api/mobile/v1/auth/register" } }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try receiver.spans(inTrace: app.traceID).isEmpty)
+        }
+    }
+
     /// Without an endpoint nothing is traced: no context travels to the model, and the job's record names no trace.
     @Test(.timeLimit(.minutes(2)))
     func withoutAnEndpointNothingIsTracedOrSent() async throws {

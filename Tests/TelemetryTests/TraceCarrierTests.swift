@@ -21,7 +21,7 @@ import Traces
 
     /// Off (no `OTEL_` endpoint, as in this test process), nothing is carried and every context is empty.
     @Test func offNothingIsCarried() {
-        #expect(!TraceSwitch.isOn && !TraceSwitch.inTrace)
+        #expect(!TraceSwitch.isOn && !TraceSwitch.inSampledTrace)
         #expect(TraceCarrier.current() == nil)
         #expect(TraceCarrier.context(from: "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").isEmpty)
     }
