@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Tracing cost benchmark (issue 31): the same work with tracing off (OTEL_TRACES_EXPORTER=none), on with 10% of traces
+# sampled (OTEL_TRACES_SAMPLER=parentbased_traceidratio, _ARG=0.1) and on with every trace sampled (and, as mode
+# `sampled0`, on with none sampled: OTEL_TRACES_SAMPLER=always_off, what tracing costs before any span), spans exported
+# over OTLP/HTTP (protobuf) to a local endpoint that discards them (otlp_sink.py). Everything else at its defaults
+# (the batch span processor's 5 s delay, queue of 2,048 spans, batches of 512).
+#   ops/bench/tracing.sh [--runs 3] [--duration 10] [--chats 4000] [--noops 100000] [--modes "off sampled10 sampled100"]
+# Per run and mode, alternating: an authenticated GET /meals (JWT check, session check, a page of 20 meals: a server
+# span and its statements' spans) and an enqueueing POST /logins (a server span and a producer span) with wrk -t2
+# -c32 against one `carbscan serve`; then --chats chat jobs seeded in Postgres and Redis (slow-provider seed) and
+# drained by one `carbscan work --queues ai` from a model answering at once (slow_model.py): chats/s and the
+# worker's CPU per chat (a consumer span, the model call's client span and the statements' spans per chat); then
+# --noops no-op jobs enqueued in bulk (`carbscan jobs enqueue noop --count`) and drained by one `carbscan work` at its
+# defaults (a consumer span per job and nothing else: the queue's own process rate), by drain_measure.py.
+# Medians; writes ops/bench/results/tracing-<date>.md with the machine's description (BENCH_TAG=x: tracing-<date>-x).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+runs=3 duration=10 chats=4000 noops=100000 modes="off sampled10 sampled100"
+while (($#)); do
+    case $1 in
+        --runs) runs=$2; shift 2 ;;
+        --duration) duration=$2; shift 2 ;;
+        --chats) chats=$2; shift 2 ;;
+        --noops) noops=$2; shift 2 ;;
+        --modes) modes=$2; shift 2 ;;
+        *) sed -n '2,15p' "$0" >&2; exit 64 ;;
+    esac
+done
+# shellcheck source=ops/prelude.sh
+source ops/prelude.sh
+pids=()
+cleanup() {
+    ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
+    wait 2>/dev/null || true
+    ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
+    rm -rf "${work:-/nonexistent}"
+}
+trap cleanup EXIT
+ops/services.sh start
+# shellcheck source=/dev/null
+source .local/env.sh
+release_build carbscan slow-provider
+work=$(mktemp -d)
+api_port=$(free_port) model_port=$(free_port) sink_port=$(free_port)
+redis_port=${REDIS_URL##*:}
+redis_port=${redis_port%%/*}
+postmaster=$(psql -Atq "$DATABASE_URL" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'" | xargs -r ps -o ppid= -p | tr -d ' ')
+
+# The shipped job files with the AI bucket out of the way (as slow-provider.sh does).
+mkdir "$work/jobs" && cp jobs/*.yml "$work/jobs/"
+sed -i 's/^rate_limit: { name: ai, .*}/rate_limit: { name: ai, per_second: 1000000, burst: 1000000 }/' "$work/jobs/chat.yml"
+export CARBSCAN_JOBS_DIR=$work/jobs LOG_LEVEL=warning JWT_SECRET=bench-secret-bench-secret-bench-secret
+export LOGIN_WEBHOOK_URL=http://127.0.0.1:9
+"$bin_dir/carbscan" migrate >&2
+python3 ops/bench/slow_model.py "$model_port" 0 >"$work/model.log" 2>&1 &
+model_pid=$!
+python3 ops/bench/otlp_sink.py "$sink_port" >"$work/sink.log" 2>&1 &
+sink_pid=$!
+pids+=("$model_pid" "$sink_pid")
+export AI_BASE_URL=http://127.0.0.1:$model_port AI_API_KEY=sk-bench
+until curl -sf "$AI_BASE_URL/stats" >/dev/null && curl -sf "http://127.0.0.1:$sink_port/stats" >/dev/null; do sleep 0.05; done
+
+# in_mode MODE COMMAND…: runs COMMAND in the background with that mode's OTEL_ variables; its pid in `started_pid`.
+in_mode() {
+    local mode=$1
+    shift
+    local settings=("OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$sink_port")
+    case $mode in
+        off) settings=("OTEL_TRACES_EXPORTER=none") ;;
+        sampled0) settings+=("OTEL_TRACES_SAMPLER=always_off") ;;
+        sampled10) settings+=("OTEL_TRACES_SAMPLER=parentbased_traceidratio" "OTEL_TRACES_SAMPLER_ARG=0.1") ;;
+        sampled100) settings+=("OTEL_TRACES_SAMPLER=parentbased_always_on") ;;
+    esac
+    env "${settings[@]}" "$@" &
+    started_pid=$!
+}
+
+cat >"$work/logins.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+
+# A user with 50 recent meals, for GET /meals.
+export CARBSCAN_PREFIX=bench-tracing-$$
+"$bin_dir/carbscan" serve --port "$api_port" >"$work/serve.log" 2>&1 &
+serve=$!
+base=http://127.0.0.1:$api_port/api/mobile/v1
+until curl -sf -o /dev/null "$base/health"; do sleep 0.1; done
+email="bench-tracing-$(date +%s%N)@example.com"
+token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
+    -d "{\"email\":\"$email\",\"password\":\"bench password\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
+meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
+curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
+kill "$serve" && wait "$serve" 2>/dev/null || true
+
+for run in $(seq "$runs"); do
+    for mode in $modes; do
+        echo "tracing: run $run of $runs, $mode" >&2
+        in_mode "$mode" "$bin_dir/carbscan" serve --port "$api_port" >>"$work/serve.log" 2>&1
+        serve=$started_pid
+        until curl -sf -o /dev/null "$base/health"; do sleep 0.1; done
+        wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" "$base/meals" >"$work/wrk.txt"
+        python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/meals"
+        wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" -s "$work/logins.lua" "$base/logins" >"$work/wrk.txt"
+        python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/logins"
+        kill "$serve" && wait "$serve" 2>/dev/null || true
+        # Chats: seeded straight into Postgres and Redis, then drained by one worker in this mode.
+        export CARBSCAN_PREFIX=bench-tracing-$run-$mode-$$
+        "$bin_dir/slow-provider" seed --chats "$chats" --analyses 0 >&2
+        curl -sf -X POST "$AI_BASE_URL/stats/reset"
+        in_mode "$mode" "$bin_dir/carbscan" work --queues ai >>"$work/work.log" 2>&1
+        worker=$started_pid
+        result=$(python3 ops/bench/slow_provider_measure.py --jobs "$chats" --redis-port "$redis_port" \
+            --done "HGET $CARBSCAN_PREFIX:{ai}:stats succeeded" --failed "HGET $CARBSCAN_PREFIX:{ai}:stats failed" \
+            --server "$AI_BASE_URL" --pids "$worker" --server-pid "$model_pid" --postmaster "$postmaster" \
+            --extra-pid "sink=$sink_pid")
+        kill "$worker" && wait "$worker" 2>/dev/null || true
+        echo "$mode $result" >>"$work/chats"
+        redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
+        psql -q "$DATABASE_URL" -c "DELETE FROM users WHERE id LIKE 'bench-%'" >&2
+        # No-op jobs: the queue's own rate, a consumer span per job.
+        export CARBSCAN_PREFIX=bench-tracing-noop-$run-$mode-$$
+        "$bin_dir/carbscan" jobs enqueue noop --count "$noops" >/dev/null
+        in_mode "$mode" "$bin_dir/carbscan" work --queues default >>"$work/work.log" 2>&1
+        worker=$started_pid
+        result=$(python3 ops/bench/drain_measure.py --jobs "$noops" --redis-port "$redis_port" \
+            --done "HGET $CARBSCAN_PREFIX:{default}:stats succeeded" --pids "$worker")
+        kill "$worker" && wait "$worker" 2>/dev/null || true
+        echo "$mode $result" >>"$work/noops"
+        redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
+    done
+done
+psql -q "$DATABASE_URL" -c "DELETE FROM users WHERE email = '$email'" >&2
+curl -sf "http://127.0.0.1:$sink_port/stats" >"$work/sink.json"
+if grep -q '"level":"error"' "$work/serve.log" "$work/work.log"; then
+    echo "tracing: errors were logged:" >&2
+    grep -h '"level":"error"' "$work/serve.log" "$work/work.log" | head -5 >&2
+fi
+
+day="$(date -u +%F)${BENCH_TAG:+-$BENCH_TAG}"
+mkdir -p ops/bench/results
+python3 - "$work" "ops/bench/results/tracing-$day.md" "$runs" "$duration" "$chats" "$noops" <<'PY'
+import json, platform, statistics, subprocess, sys, datetime
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+work, out, runs, duration, chats_per_run, noops_per_run = sys.argv[1:7]
+def wrk_rows(name):
+    rows = {}
+    for line in open(f"{work}/{name}"):
+        mode, rps, p99, bad = line.split()
+        rows.setdefault(mode, []).append((float(rps), float(p99), int(bad)))
+    return rows
+meals, logins, chats, noops = wrk_rows("meals"), wrk_rows("logins"), {}, {}
+for name, rows in (("chats", chats), ("noops", noops)):
+    for line in open(f"{work}/{name}"):
+        mode, text = line.split(" ", 1)
+        rows.setdefault(mode, []).append(json.loads(text))
+sink = json.load(open(f"{work}/sink.json"))
+med = statistics.median
+cpu = sh("lscpu | sed -n 's/^Model name: *//p'")
+memory = sh("free -g | awk '/Mem:/{print $2}'")
+machine = (f"{cpu}, {sh('nproc')} cores, {memory} GiB, {platform.system()} {platform.release()}, "
+           f"{sh('swift --version 2>&1 | head -1')}, {sh('/usr/lib/postgresql/15/bin/postgres --version')}")
+names = {"off": "off", "sampled0": "on, no trace sampled (always_off)", "sampled10": "on, 10% of traces sampled", "sampled100": "on, every trace sampled"}
+base = {"meals": med(r for r, _, _ in meals["off"]) if "off" in meals else None,
+        "logins": med(r for r, _, _ in logins["off"]) if "off" in logins else None,
+        "chats": med(r["jobs_per_s"] for r in chats["off"]) if "off" in chats else None,
+        "noops": med(r["jobs_per_s"] for r in noops["off"]) if "off" in noops else None}
+def vs(value, key):
+    return f" ({value / base[key] - 1:+.1%})" if base[key] and value != base[key] else ""
+lines = [f"# Tracing cost, {datetime.date.today().isoformat()}", "", f"Machine: {machine}.", "",
+         f"`ops/bench/tracing.sh`: medians of {runs} runs, the modes alternating within each run; release builds; spans "
+         "exported over OTLP/HTTP protobuf to a local endpoint that discards them (otlp_sink.py), the batch span "
+         f"processor at its defaults. wrk -t2 -c32 for {duration} s per endpoint against one `carbscan serve`; "
+         f"{chats_per_run} chats drained by one `carbscan work --queues ai` at its defaults from a model answering at once; "
+         f"{noops_per_run} no-op jobs enqueued in bulk and drained by one `carbscan work` at its defaults.", "",
+         "| tracing | GET /meals req/s | p99 ms | POST /logins req/s | p99 ms | chats/s | worker µs/chat | sink µs/chat | no-op jobs/s | worker µs/job |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+for mode in [m for m in names if m in meals]:
+    rows = chats.get(mode, [])
+    m_rps, l_rps = med(r for r, _, _ in meals[mode]), med(r for r, _, _ in logins[mode])
+    c_rps = med(r["jobs_per_s"] for r in rows)
+    sink_us = med(r["sink_cores"] * r["seconds"] * 1e6 / r["jobs"] for r in rows)
+    n_rps = med(r["jobs_per_s"] for r in noops[mode])
+    lines.append(f"| {names[mode]} | {m_rps:,.0f}{vs(m_rps, 'meals')} | {med(p for _, p, _ in meals[mode]):.2f} | "
+                 f"{l_rps:,.0f}{vs(l_rps, 'logins')} | {med(p for _, p, _ in logins[mode]):.2f} | "
+                 f"{c_rps:,.0f}{vs(c_rps, 'chats')} | {med(r['worker_cpu_us_per_job'] for r in rows):.0f} | {sink_us:.0f} | "
+                 f"{n_rps:,.0f}{vs(n_rps, 'noops')} | {med(r['worker_cpu_us_per_job'] for r in noops[mode]):.1f} |")
+lines += ["", f"The sink received {sink['requests']:,} export requests, {sink['bytes'] / 1e6:,.1f} MB in all.", "", "Per run:", ""]
+for mode in meals:
+    bad = sum(b for _, _, b in meals[mode] + logins[mode])
+    lines.append(f"- {mode}: GET /meals " + ", ".join(f"{r:,.0f}/s" for r, _, _ in meals[mode])
+                 + "; POST /logins " + ", ".join(f"{r:,.0f}/s" for r, _, _ in logins[mode])
+                 + (f" ({bad} non-2xx)" if bad else "")
+                 + "; chats " + ", ".join(f"{r['jobs_per_s']}/s (failed {r['failed']})" for r in chats.get(mode, []))
+                 + "; no-op jobs " + ", ".join(f"{r['jobs_per_s']:,}/s" for r in noops.get(mode, [])))
+lines += ["", "Each drain as slow_provider_measure.py reported it:", ""]
+lines += [f"- {mode}: `{json.dumps(r)}`" for mode, rows in chats.items() for r in rows]
+open(out, "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
