@@ -33,8 +33,7 @@ struct ClientSpan: Sendable {
 
     /// Adds `context`'s propagation headers to the request, replacing any of the same name.
     private static func inject(_ context: InstrumentationContext, into request: inout HTTPRequest) {
-        var fields: [String: String] = [:]
-        InstrumentationSystem.instrument.inject(context, into: &fields, using: FieldsInjector())
+        let fields = TraceCarrier.propagated(context)
         if !fields.isEmpty {
             request.headers.removeAll { header in fields.keys.contains(header.name.lowercased()) }
             request.headers += fields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
