@@ -94,8 +94,7 @@ package enum APIServer {
             // Outermost: the server span covers the whole request (continuing the client's `traceparent`) and sees
             // the status the error envelope answered. A query's secrets, should a client send any, stay out of it.
             router.add(
-                middleware: TracingMiddleware(
-                    recordingHeaders: [.contentType], redactingQueryParameters: ["token", "code", "access_token", "refresh_token", "key"]))
+                middleware: ServerSpanMiddleware(redactedQueryParameters: ["token", "code", "access_token", "refresh_token", "key"]))
         }
         if let telemetry {
             // Outermost, so it sees the status the error envelope answered; /metrics is outside /api/mobile/v1.

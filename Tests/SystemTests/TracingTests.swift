@@ -74,18 +74,28 @@ import Testing
             let (status, _) = try await api.call(
                 "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#, headers: ["traceparent": app.header])
             #expect(status == 200)
-            let spans = try await receiver.waitForSpans { spans in
+            // A read whose query carries a secret (as a careless client might send it): the span keeps its name only.
+            let read = Self.appContext()
+            let (listed, _) = try await api.call(
+                "GET", "meals?limit=5&access_token=\(token)", token: token, headers: ["traceparent": read.header])
+            #expect(listed == 200)
+            var spans = try await receiver.waitForSpans { spans in
                 let trace = spans.filter { $0.traceID == app.traceID }
                 return trace.contains { $0.kind == .consumer }
                     && trace.contains {
                         $0.service == "carbscan-worker" && $0.kind == .client
                             && $0.attributes["http.request.method"] == "POST"
-                    } && trace.contains { $0.kind == .server }
-            }.filter { $0.traceID == app.traceID }
+                    } && trace.contains { $0.kind == .server } && spans.contains { $0.traceID == read.traceID && $0.kind == .server }
+            }
+            let listing = try #require(spans.first { $0.traceID == read.traceID && $0.kind == .server }, "\(spans)")
+            #expect(listing.name == "GET /api/mobile/v1/meals")
+            #expect(listing.attributes["url.query"] == "limit=5&access_token=REDACTED")
+            #expect(listing.attributes["http.response.status_code"] == 200)
+            spans = spans.filter { $0.traceID == app.traceID }
 
             // The API's server span continues the app's span; its enqueue is a producer span under it.
             let request = try #require(spans.first { $0.kind == .server && $0.service == "carbscan-api" }, "\(spans)")
-            #expect(request.parentSpanID == app.spanID)
+            #expect(request.parentSpanID == app.spanID && request.name == "POST /api/mobile/v1/chat")
             #expect(request.attributes["http.request.method"] == "POST")
             #expect(request.attributes["http.route"] == "/api/mobile/v1/chat")
             #expect(request.attributes["http.response.status_code"] == 200)
