@@ -57,7 +57,9 @@ package final class PostgresClient: PostgresQueryable {
 
     package func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
         let parameters = parameters.map(EncodedParameter.init)
-        if TraceSwitch.inSampledTrace { return try await StatementSpan.traced(sql, configuration) { try await run(sql, parameters) } }
+        if TraceSwitch.inSampledStatementTrace {
+            return try await StatementSpan.traced(sql, configuration) { try await run(sql, parameters) }
+        }
         return try await run(sql, parameters)
     }
 

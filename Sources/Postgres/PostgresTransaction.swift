@@ -26,7 +26,7 @@ package struct PostgresTransaction: PostgresQueryable {
     package func query(_ sql: String, _ parameters: [(any PostgresEncodable)?]) async throws -> PostgresRows {
         try checkOpen()
         let parameters = parameters.map(EncodedParameter.init)
-        if TraceSwitch.inSampledTrace {
+        if TraceSwitch.inSampledStatementTrace {
             return try await StatementSpan.traced(sql, connection.thread.configuration) { try await connection.query(sql, parameters) }
         }
         return try await connection.query(sql, parameters)

@@ -1,7 +1,7 @@
 import Traces
 
 /// A statement as an OpenTelemetry client span (database semantic conventions): its SQL text with `$n` placeholders,
-/// never its parameters' values. Only inside a sampled trace (`TraceSwitch.inSampledTrace`); a statement costs one span then.
+/// never its parameters' values. Only inside a sampled trace of a process that asked for them (`TraceSwitch.inSampledStatementTrace`).
 enum StatementSpan {
     static func traced<T>(
         _ sql: String, _ configuration: PostgresConfiguration, isolation: isolated (any Actor)? = #isolation,

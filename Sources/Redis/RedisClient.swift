@@ -128,7 +128,7 @@ public final class RedisClient: Sendable {
     public func run(_ script: RedisScript, keys: [String], arguments: [String], durability: Durability? = nil) async throws
         -> RedisValue
     {
-        if TraceSwitch.inSampledTrace {
+        if TraceSwitch.inSampledStatementTrace {
             return try await ScriptSpan.traced(script, configuration) {
                 try await runUntraced(script, keys: keys, arguments: arguments, durability: durability)
             }

@@ -1,7 +1,7 @@
 import Traces
 
 /// A Lua script's call as an OpenTelemetry client span (database semantic conventions; the script's name, never its
-/// keys or arguments). Only inside a sampled trace (`TraceSwitch.inSampledTrace`): scripts are the queue's and the API's calls that
+/// keys or arguments). Only inside a sampled trace of a process that asked for them (`TraceSwitch.inSampledStatementTrace`): scripts are the queue's and the API's calls that
 /// do the work of a request; single commands are not traced.
 enum ScriptSpan {
     static func traced<T>(

@@ -9,13 +9,17 @@ public enum TraceSwitch {
     private static let state = Atomic<Bool>(false)
     /// Written once, before `state` turns on (whose releasing store publishes it); read only after seeing it on.
     nonisolated(unsafe) private static var sampled: @Sendable (InstrumentationContext) -> Bool = { _ in false }
+    /// Written once, like `sampled`: whether statements and scripts get spans of their own (`TRACE_STATEMENTS`).
+    nonisolated(unsafe) private static var statements = false
 
     public static var isOn: Bool { state.load(ordering: .acquiring) }
 
     /// Called by the executable after `InstrumentationSystem.bootstrap`, never by a library. `isSampled` tells whether
     /// a context's span is sampled (the tracer's own flag).
-    public static func turnOn(isSampled: @escaping @Sendable (InstrumentationContext) -> Bool) {
+    /// `statements`: Postgres statements and Redis scripts get spans of their own in sampled traces.
+    public static func turnOn(statements: Bool = false, isSampled: @escaping @Sendable (InstrumentationContext) -> Bool) {
         sampled = isSampled
+        Self.statements = statements
         state.store(true, ordering: .releasing)
     }
 
@@ -27,6 +31,11 @@ public enum TraceSwitch {
         guard isOn, let context = InstrumentationContext.current else { return false }
         return sampled(context)
     }
+
+    /// Whether a statement or a script run now gets a span: inside a sampled trace, in a process that asked for them
+    /// (`TRACE_STATEMENTS=true`). Off by default: a recorded span costs swift-otel some 30–40 µs of CPU, about what
+    /// the statement itself costs, and a chat runs several (`ops/bench/tracing.sh`, 2026-11-27).
+    public static var inSampledStatementTrace: Bool { statements && inSampledTrace }
 
     /// Whether `context`'s span is sampled (false while tracing is off).
     public static func isSampled(_ context: InstrumentationContext) -> Bool { isOn && sampled(context) }

@@ -38,6 +38,7 @@ enum TracingSetup {
     /// process's service group: stopped last, it sends the spans of the requests and jobs that ended in the shutdown.
     static func bootstrap(serviceName: String, environment: EnvironmentReader = .process) throws -> (any Service)? {
         guard try isWanted(environment) else { return nil }
+        let statements = try environment.bool("TRACE_STATEMENTS", default: false)
         var configuration = OTel.Configuration.default
         configuration.serviceName = serviceName
         configuration.resourceAttributes["service.version"] = BuildVersion.current
@@ -46,7 +47,7 @@ enum TracingSetup {
         configuration.diagnosticLogger = .custom(Logger(label: "carbscan.otel"))
         configuration.diagnosticLogLevel = .warning
         let service = try OTel.bootstrap(configuration: configuration, environment: environment.values)
-        TraceSwitch.turnOn { $0.otelIsSampled }
+        TraceSwitch.turnOn(statements: statements) { $0.otelIsSampled }
         return service
     }
 

@@ -21,13 +21,13 @@ import Testing
         (["config", "check"], "DATABASE_READ_URL", "postgres://r/db,postgres://r:99999/db"),
         (["serve", "--port", "0"], "DATABASE_READ_MAX_LAG_SECONDS", "0"),
         (["serve", "--port", "0"], "OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"), (["work"], "OTEL_TRACES_EXPORTER", "zipkin"),
-        (["schedule"], "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+        (["schedule"], "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"), (["work"], "TRACE_STATEMENTS", "sometimes"),
     ])
     func aWrongValueStopsTheProcessNamingIt(command: [String], variable: String, value: String) async throws {
         var environment = ["CARBSCAN_JOBS_DIR": Self.jobs, "CARBSCAN_PREFIX": "config-\(UUID().uuidString.prefix(8))", variable: value]
         if variable == "DATABASE_READ_MAX_LAG_SECONDS" { environment["DATABASE_READ_URL"] = "postgres://127.0.0.1:9/carbscan" }
         if variable.hasPrefix("MAGIC_LINK") { environment["SMTP_URL"] = "smtp://127.0.0.1:9" }
-        if variable.hasPrefix("OTEL_") { environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9" }
+        if variable.hasPrefix("OTEL_") || variable.hasPrefix("TRACE_") { environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9" }
         if variable.hasPrefix("APPSTORE") { environment["APPSTORE_BUNDLE_ID"] = "com.carbscan.test" }
         if variable.hasPrefix("APNS") {
             for (name, value) in ["APNS_KEY_ID": "KEY1234567", "APNS_TEAM_ID": "TEAM123456", "APNS_TOPIC": "com.carbscan.test"] {

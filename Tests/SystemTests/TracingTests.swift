@@ -68,7 +68,8 @@ import Testing
         defer { receiver.stop() }
         let model = try await OpenAIServer.start(fallback: .json(Self.answer))
         defer { model.stop() }
-        try await Self.withSystem(model: model, tracing: receiver.environment(service: "carbscan-api")) { api, server, worker, queue in
+        let tracing = receiver.environment(service: "carbscan-api").merging(["TRACE_STATEMENTS": "true"]) { $1 }
+        try await Self.withSystem(model: model, tracing: tracing) { api, server, worker, queue in
             let token = try await Self.signUp(api)
             let app = Self.appContext()
             let (status, _) = try await api.call(
@@ -117,7 +118,7 @@ import Testing
             #expect(call.attributes["url.full"]?.string == "\(model.baseURL)/v1/chat/completions")
             let sent = try #require(model.received.last?.traceparent, "the model got no traceparent")
             #expect(sent.split(separator: "-").map(String.init) == ["00", app.traceID, call.spanID, "01"])
-            // Statements from both processes, their SQL without values.
+            // Statements from both processes (`TRACE_STATEMENTS=true`), their SQL without values.
             let statements = spans.filter { $0.attributes["db.system.name"] == "postgresql" }
             #expect(Set(statements.compactMap(\.service)) == ["carbscan-api", "carbscan-worker"], "\(statements)")
             #expect(statements.allSatisfy { $0.attributes["db.query.text"]?.string?.isEmpty == false })
@@ -138,7 +139,7 @@ import Testing
     }
 
     /// A chat whose first attempt fails at the model: its retry is a second span of the same trace, under the same
-    /// producer span, the failed one marked as an error.
+    /// producer span, the failed one marked as an error. Without `TRACE_STATEMENTS` no statement has a span.
     @Test(.timeLimit(.minutes(2)))
     func aRetriedJobIsANewSpanOfTheSameTrace() async throws {
         let receiver = try await OTLPReceiver.start()
@@ -161,6 +162,10 @@ import Testing
             #expect(runs.map { $0.attributes["carbscan.job.attempt"]?.int } == [1, 2])
             #expect(runs.map(\.status) == [.error, .unset])
             #expect(Set(runs.map(\.spanID)).count == 2)
+            // Statements and scripts get no spans of their own unless asked for (`TRACE_STATEMENTS`).
+            let trace = try receiver.spans(inTrace: app.traceID)
+            #expect(!trace.contains { $0.attributes["db.system.name"] != nil }, "\(trace)")
+            #expect(trace.contains { $0.kind == .client && $0.service == "carbscan-worker" }, "\(trace)")
         }
     }
 
