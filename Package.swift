@@ -72,6 +72,8 @@ let package = Package(
             resources: [
                 .embedInCode("Scripts/clock.lua"),
                 .embedInCode("Scripts/helpers.lua"),
+                .embedInCode("Scripts/lanes.lua"),
+                .embedInCode("Scripts/lane-pass.lua"),
                 .embedInCode("Scripts/enqueue.lua"),
                 .embedInCode("Scripts/reserve.lua"),
                 .embedInCode("Scripts/start.lua"),

@@ -3,7 +3,7 @@ import Redis
 /// A queue at one moment, as `/metrics` shows it: its jobs by state and how long its oldest waiting job has waited.
 public struct QueueState: Sendable, Equatable {
     public var queue: String
-    /// Runnable and not yet delivered to a worker.
+    /// Runnable and not yet delivered to a worker (in their fair lanes too).
     public var queued: Int
     /// Delivered and not yet finished.
     public var running: Int
@@ -47,13 +47,13 @@ extension JobQueue {
     private func shardStates() async throws -> [QueueState] {
         await syncShardsIfStale()
         let queues = allShards
-        let perQueue = 7
+        let perQueue = 8
         var commands: [[String]] = [["TIME"]]
         for queue in queues {
             let k = keys(queue)
             commands += [
                 ["XLEN", k.stream], ["XINFO", "GROUPS", k.stream], ["ZCARD", k.scheduled], ["ZCARD", k.retry], ["ZCARD", k.dead],
-                ["ZRANGE", k.scheduled, "0", "0", "WITHSCORES"], ["ZRANGE", k.retry, "0", "0", "WITHSCORES"],
+                ["ZRANGE", k.scheduled, "0", "0", "WITHSCORES"], ["ZRANGE", k.retry, "0", "0", "WITHSCORES"], ["GET", k.lanesWaiting],
             ]
         }
         let replies = try await redis.pipeline(commands)
@@ -77,7 +77,8 @@ extension JobQueue {
             let age = oldestDueMs.map { nowMs - $0 } ?? 0
             states.append(
                 QueueState(
-                    queue: queue, queued: stream.queued, running: stream.running, scheduled: r[2].int ?? 0, retrying: r[3].int ?? 0,
+                    queue: queue, queued: stream.queued + (r[7].string.flatMap { Int($0) } ?? 0), running: stream.running,
+                    scheduled: r[2].int ?? 0, retrying: r[3].int ?? 0,
                     dead: r[4].int ?? 0, latency: .milliseconds(age)))
             if stream.queued > 0 { heads.append((index, ["XRANGE", keys(queue).stream, stream.undeliveredFrom, "+", "COUNT", "1"])) }
         }

@@ -254,12 +254,15 @@ public final class JobQueue: Sendable {
             uniqueKey = uniqueness.key(for: payload)
             uniqueTTL = uniqueTTL ?? uniqueness.ttl
         }
+        // A fair job waits in its lane: a user's jobs all on one shard, whose window is its share of the queue's.
+        let lane = spec.fairness.map { FairLane(spec: spec, payload: payload, shards: shardMap.producerCount(of: spec.queue), $0) }
         return PreparedJob(
-            index: index, id: id, kind: spec.name, queue: shardMap.shard(of: spec.queue, key: uniqueKey ?? options.cron?.name),
+            index: index, id: id, kind: spec.name,
+            queue: shardMap.shard(of: spec.queue, key: uniqueKey ?? options.cron?.name ?? lane?.name),
             maxAttempts: spec.maxAttempts,
             visibilityMs: spec.visibilityTimeout.milliseconds, payload: payload.jsonString, options: options,
             uniqueKey: uniqueKey, uniqueTTL: uniqueTTL, eventsMs: spec.eventsLifetime?.milliseconds ?? 0,
-            startByMs: spec.startBy?.milliseconds ?? 0)
+            startByMs: spec.startBy?.milliseconds ?? 0, lane: lane)
     }
 
     /// Writes jobs of one queue that go in by one path.
@@ -290,6 +293,8 @@ public final class JobQueue: Sendable {
         var startByMs: Int64
         /// The producer's trace context (``JobField/trace``), kept in the record for every attempt's span.
         var trace: String? = nil
+        /// Its fair lane, for a kind with `fair:`.
+        var lane: FairLane? = nil
 
         enum Path { case entry, transaction, scripted }
 
@@ -298,7 +303,7 @@ public final class JobQueue: Sendable {
         /// else the enqueue script.
         var path: Path {
             if uniqueKey != nil || (options.delay ?? .zero) > .zero || options.cron != nil || options.id != nil
-                || options.reservation != nil || eventsMs > 0 || startByMs > 0
+                || options.reservation != nil || eventsMs > 0 || startByMs > 0 || lane != nil
             {
                 return .scripted
             }
@@ -390,7 +395,7 @@ public final class JobQueue: Sendable {
                 uniqueTTLMs: (job.uniqueTTL ?? .seconds(86_400)).milliseconds,
                 cron: job.options.cron.map { ($0.name, Int64($0.fireTime.timeIntervalSince1970 * 1000), $0.catchUp) },
                 owner: job.options.owner, reservation: job.options.reservation, givenID: job.options.id != nil,
-                eventsMs: job.eventsMs, startByMs: job.startByMs, trace: job.trace)
+                eventsMs: job.eventsMs, startByMs: job.startByMs, trace: job.trace, lane: job.lane)
         }
         let reply = try await redis.run(EnqueueCall.script, keys: call.keys, arguments: call.arguments, durability: options.durability)
         for (job, answer) in zip(jobs, reply.array ?? []) {
@@ -492,17 +497,17 @@ public final class JobQueue: Sendable {
                 let k = keys(queue)
                 return [
                     ["XLEN", k.stream], ["XINFO", "GROUPS", k.stream], ["ZCARD", k.scheduled], ["ZCARD", k.retry],
-                    ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"],
+                    ["ZCARD", k.dead], ["HMGET", k.stats, "succeeded", "failed", "retried"], ["GET", k.lanesWaiting],
                 ]
             })
         var byQueue: [String: QueueStats] = [:]
         for (index, shard) in queues.enumerated() {
-            let r = Array(replies[index * 6..<index * 6 + 6])
+            let r = Array(replies[index * 7..<index * 7 + 7])
             let stream = StreamCounts(length: r[0], groups: r[1])
             let totals = r[5].array ?? []
             let queue = QueueShards.queue(ofShard: shard)
             var sum = byQueue[queue] ?? QueueStats(queue: queue)
-            sum.queued += stream.queued
+            sum.queued += stream.queued + (r[6].string.flatMap { Int($0) } ?? 0)
             sum.running += stream.running
             sum.scheduled += r[2].int ?? 0
             sum.retrying += r[3].int ?? 0

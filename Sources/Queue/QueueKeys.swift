@@ -18,6 +18,10 @@ public struct QueueKeys: Sendable, Hashable {
     public var cron: String { base + "cron" }
     /// Pub/sub channel: `<job id> <status>` when a job succeeds, fails or will be retried.
     public var events: String { base + "events" }
+    /// How many jobs wait in the queue's fair lanes (`lanes.lua`).
+    public var lanesWaiting: String { base + "lanes:waiting" }
+    /// The fair jobs past their lanes, on the stream or held by a worker (`lanes.lua`).
+    public var lanesHeld: String { base + "lanes:held" }
     public func job(_ id: JobID) -> String { base + "job:" + id.rawValue }
     /// The job's events for its followers (`GET /jobs/{id}/events`): a capped stream beside its record.
     public func jobEvents(_ id: JobID) -> String { base + "job:" + id.rawValue + ":ev" }

@@ -36,6 +36,9 @@ final class ShardMap: Sendable {
 
     /// The shard a new job of `queue` goes to: by `key` when it has one (a unique key or a cron schedule: the same key
     /// always lands on the same shard, so uniqueness and once-per-fire stay exact), else in turn.
+    /// How many shards new jobs of `queue` are spread over.
+    func producerCount(of queue: String) -> Int { configured[queue] ?? 1 }
+
     func shard(of queue: String, key: String?) -> String {
         let count = configured[queue] ?? 1
         guard count > 1 else { return queue }

@@ -348,7 +348,15 @@ public final class Worker: Service {
         inFlight.insert(job, deadline: .now + spec.timeout)
         for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
         // The task captures no spec (some 500 bytes per job held): `finish` looks it up again in the immutable catalog.
-        let task = Task { await self.execute(job, handler: handler) }
+        let task: Task<Void, Never>
+        if spec.fairness != nil, spec.rateLimit != nil {
+            // Bound around the task's creation, which copies it: the job's own frames stay as they are.
+            task = LaneGate.$current.withValue(LaneGate(queue: queue, shard: job.queue, id: job.id)) {
+                Task { await self.execute(job, handler: handler) }
+            }
+        } else {
+            task = Task { await self.execute(job, handler: handler) }
+        }
         inFlight.attach(task, to: job)
     }
 

@@ -28,14 +28,26 @@ package struct RateLimiter: Sendable {
     /// - Parameters:
     ///   - perSecond: tokens added per second (the sustained rate).
     ///   - burst: the bucket's capacity (a full bucket lets this many calls go at once).
+    ///
+    /// A fair job past its lane (``LaneGate/current`` is set) takes its turn instead of racing for the token: the
+    /// script books it the next token the bucket will have (the bucket may owe up to `burst` tokens), in the order the
+    /// jobs ask, so the jobs of the window get tokens in the order the lanes let them through. Racing, the waiters that
+    /// had asked first lost most (their longer wait drew a longer jitter): one free user's chat waited 9.5 s behind a
+    /// window of 10 (`ops/bench/fair-lane.sh`, 2026-11-27). Once its token is due, the job leaves the window.
     package func acquire(name: String, perSecond: Double, burst: Int) async throws {
         precondition(perSecond > 0 && burst >= 1, "a rate limit needs a positive rate and a burst of at least 1")
         let keys = [key(name)]
-        let arguments = Self.arguments(perSecond, burst)
+        let gate = LaneGate.current
+        let arguments = Self.arguments(perSecond, burst, booking: gate != nil)
         while true {
             try Task.checkCancellation()
-            guard let wait = try pause(after: await redis.run(Self.script, keys: keys, arguments: arguments), name: name) else { return }
-            try await Self.sleep(for: wait)
+            let (wait, booked) = try pause(after: await redis.run(Self.script, keys: keys, arguments: arguments), name: name)
+            if let wait { try await Self.sleep(for: wait) }
+            if wait == nil || booked {
+                // The next lane's job moves up.
+                if let gate { await gate.pass() }
+                return
+            }
         }
     }
 
@@ -47,19 +59,24 @@ package struct RateLimiter: Sendable {
     // The synchronous parts, out of `acquire`'s async frame (kept while a job waits: see `AIClient.complete`).
 
     @inline(never)
-    private static func arguments(_ perSecond: Double, _ burst: Int) -> [String] { [String(perSecond), String(burst)] }
+    private static func arguments(_ perSecond: Double, _ burst: Int, booking: Bool) -> [String] {
+        [String(perSecond), String(burst), booking ? "1" : "0"]
+    }
 
-    /// Nil when the script granted a token, else how long to wait before asking again.
+    /// The script's answer: no wait (a token now); a wait then the token (`booked`: the script booked it, due then);
+    /// or a wait before asking again.
     @inline(never)
-    private func pause(after reply: RedisValue, name: String) throws -> Duration? {
-        guard let waitMicros = reply.int else {
+    private func pause(after reply: RedisValue, name: String) throws -> (wait: Duration?, booked: Bool) {
+        guard let answer = reply.int else {
             throw RedisError(.protocolError, "rate limit script answered \(reply)")
         }
-        if waitMicros <= 0 { return nil }
+        if answer == 0 { return (nil, false) }
         observer?.rateLimitWaited(provider: name)
+        // A booked token is due at a set time: no jitter.
+        if answer < 0 { return (.microseconds(-answer), true) }
         // A little jitter, so the workers that all learnt the same refill time do not all ask at once.
-        let jitter = Int.random(in: 0...max(1, waitMicros / 10))
-        return .microseconds(waitMicros + jitter)
+        let jitter = Int.random(in: 0...max(1, answer / 10))
+        return (.microseconds(answer + jitter), false)
     }
 
     /// Waits for a token of the kind's bucket (`rate_limit:` in its job file); returns at once for a kind without one.
@@ -75,8 +92,10 @@ package struct RateLimiter: Sendable {
     @inline(never)
     static func limit(forKind kind: String, _ catalog: JobCatalog) -> RateLimit? { catalog[kind]?.rateLimit }
 
-    /// KEYS[1] the bucket (hash: `tokens`, `ts` in µs of the server clock); ARGV rate per second, burst.
-    /// Returns 0 when a token was taken, else the µs until one will be there. The key expires once a full
+    /// KEYS[1] the bucket (hash: `tokens`, `ts` in µs of the server clock); ARGV rate per second, burst, booking ('1':
+    /// book the next token rather than wait to race for it). Returns 0 when a token was taken, minus the µs until a
+    /// booked token is due (the bucket owes it: `tokens` below zero, by a minute's worth at most), else the µs until one will
+    /// be there. The key expires once a full
     /// bucket would have refilled, so idle buckets cost no memory.
     static let script = RedisScript(
         name: "ratelimit-acquire",
@@ -101,9 +120,16 @@ package struct RateLimiter: Sendable {
               redis.call('PEXPIRE', KEYS[1], ttl)
               return 0
             end
+            local wait = math.max(1, math.ceil((1 - tokens) * 1000000 / rate))
+            if ARGV[3] == '1' and tokens - 1 >= -math.max(burst, rate * 60) then
+              -- Booked: the token the bucket will have in `wait`, owed until then (a later caller waits behind it).
+              redis.call('HSET', KEYS[1], 'tokens', tostring(tokens - 1), 'ts', tostring(now))
+              redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens + 1) / rate * 1000) + 1000)
+              return -wait
+            end
             redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
-            redis.call('PEXPIRE', KEYS[1], ttl)
-            return math.max(1, math.ceil((1 - tokens) * 1000000 / rate))
+            redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+            return wait
             """)
 }
 

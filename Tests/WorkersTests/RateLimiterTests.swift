@@ -123,3 +123,40 @@ private final class Remaining: Sendable {
         }
     }
 }
+
+/// Fair jobs past their lanes (a `LaneGate` bound) book their tokens in the order they ask: racing for them, the
+/// waiters that had asked first lost most (a longer wait drew a longer jitter).
+@Suite struct RateLimiterBookingTests {
+    @Test func fairJobsGetTheirTokensInTheOrderTheyAsked() async throws {
+        try await RateLimiterTests.withPrefix { prefix in
+            let redis = try RateLimiterTests.redis()
+            defer { redis.close() }
+            let limiter = RateLimiter(redis: redis, prefix: prefix)
+            let queue = JobQueue(redis: redis, catalog: JobCatalog(kinds: []), options: QueueOptions(prefix: prefix))
+            // The burst is spent: every waiter below waits for the refill (20 a second).
+            try await limiter.acquire(name: "booked", perSecond: 20, burst: 1)
+            let order = Arrivals()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<6 {
+                    let gate = LaneGate(queue: queue, shard: "default", id: JobID.random())
+                    group.addTask {
+                        try await LaneGate.$current.withValue(gate) {
+                            try await limiter.acquire(name: "booked", perSecond: 20, burst: 1)
+                        }
+                        order.append(index)
+                    }
+                    // Each asks after the one before, within the first refill.
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                try await group.waitForAll()
+            }
+            #expect(order.all == Array(0..<6))
+        }
+    }
+
+    final class Arrivals: Sendable {
+        private let list = Mutex<[Int]>([])
+        func append(_ index: Int) { list.withLock { $0.append(index) } }
+        var all: [Int] { list.withLock { $0 } }
+    }
+}

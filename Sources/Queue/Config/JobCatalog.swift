@@ -62,6 +62,16 @@ public struct JobCatalog: Sendable {
             }
             shards[spec.queue] = shards[spec.queue] ?? spec
         }
+        var windows: [String: JobKindSpec] = [:]
+        for spec in kinds.values.sorted(by: { $0.file < $1.file }) {
+            guard let window = spec.fairness?.window else { continue }
+            if let first = windows[spec.queue], first.fairness?.window != window {
+                throw ConfigError(
+                    file: spec.file,
+                    reason: "fair.window \(window) for queue '\(spec.queue)' disagrees with \(first.fairness!.window) in \(first.file)")
+            }
+            windows[spec.queue] = windows[spec.queue] ?? spec
+        }
         return JobCatalog(kinds: Array(kinds.values))
     }
 

@@ -6,7 +6,7 @@ extension JobKindSpec {
     static let topLevelKeys = [
         "queue", "queue_limit", "shards", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
         "schedules", "rate_limit", "payload",
-        "result", "events", "start_by",
+        "result", "events", "start_by", "fair",
     ]
 
     /// Parses one job-kind file's text.
@@ -105,6 +105,28 @@ extension JobKindSpec {
         if let entry = entries["start_by"] {
             startBy = try reader.duration(entry.value, "start_by", minimum: .seconds(1))
         }
+        if let entry = entries["fair"] {
+            fairness = try Self.fairness(entry.value, schema: payloadSchema, rateLimit: rateLimit, reader)
+        }
+    }
+
+    private static func fairness(_ node: Node, schema: JSONSchema, rateLimit: RateLimit?, _ reader: YAMLReader) throws(ConfigError)
+        -> Fairness
+    {
+        let entries = try reader.mapping(node, "fair", allowed: ["by", "window"])
+        guard let byEntry = entries["by"] else { throw reader.error(node, "fair", "missing 'by' (the payload member naming a job's lane)") }
+        let by = try reader.string(byEntry.value, "fair.by", expected: "a payload member such as 'userId'")
+        guard schema.allowsProperty(by) else {
+            throw reader.error(byEntry.value, "fair.by", "'\(by)' is not a property of the payload schema")
+        }
+        var window = Fairness.defaultWindow(for: rateLimit)
+        if let windowEntry = entries["window"] {
+            window = try reader.int(windowEntry.value, "fair.window", expected: "an integer from 1 to \(Fairness.maximumWindow)")
+            guard (1...Fairness.maximumWindow).contains(window) else {
+                throw reader.error(windowEntry.value, "fair.window", "must be from 1 to \(Fairness.maximumWindow), got \(window)")
+            }
+        }
+        return Fairness(by: by, window: window)
     }
 
     private static func rateLimit(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> RateLimit {

@@ -41,6 +41,8 @@ public struct JobKindSpec: Sendable, Equatable {
     /// A job not started within this time of its enqueue is not run (`start_by:`): it ends `expired`, and what it
     /// reserved is given back (a question whose asker has left). nil: it waits as long as it takes.
     public var startBy: Duration?
+    /// Fair lanes per user (`fair:`): see ``Fairness``. nil: first in, first out.
+    public var fairness: Fairness?
     /// The file the spec was loaded from (empty for specs built in code).
     public var file: String
 
@@ -72,6 +74,7 @@ public struct JobKindSpec: Sendable, Equatable {
         resultSchema: JSONSchema? = nil,
         events: Bool = false,
         startBy: Duration? = nil,
+        fairness: Fairness? = nil,
         file: String = ""
     ) {
         self.name = name
@@ -91,6 +94,7 @@ public struct JobKindSpec: Sendable, Equatable {
         self.resultSchema = resultSchema
         self.events = events
         self.startBy = startBy
+        self.fairness = fairness
         self.file = file
     }
 

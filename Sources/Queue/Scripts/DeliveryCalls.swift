@@ -68,3 +68,15 @@ struct FinishCall: ScriptCall {
         arguments += [outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds)]
     }
 }
+
+/// `lane-pass.lua`: a fair job of a rate-limited kind took its provider token and leaves its shard's window.
+struct LanePassCall: ScriptCall {
+    static var script: RedisScript { Scripts.lanePass }
+    let keys: [String]
+    let arguments: [String]
+
+    init(_ queue: QueueKeys, id: JobID) {
+        keys = [queue.stream]
+        arguments = [queue.base, id.rawValue]
+    }
+}

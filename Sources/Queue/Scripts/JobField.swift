@@ -39,6 +39,10 @@ enum JobField: String, CaseIterable {
     /// The producer's trace context (`TraceCarrier`): every attempt's span continues the trace of the request that
     /// enqueued it. Only when the producer traced.
     case trace = "tp"
+    /// Its fair lane (``Fairness``): it waited there, and holds a place in its queue's window once past it.
+    case lane = "fair"
+    /// `1`: it holds its place in the window until it takes its provider token (a kind with a rate limit).
+    case gated = "fg"
     /// Only in a stream entry: the job's id.
     case id
 

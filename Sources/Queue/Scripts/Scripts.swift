@@ -28,12 +28,14 @@ enum Scripts {
     static let retryNow = script("retry-now")
     static let discard = script("discard")
     static let cancel = script("cancel")
+    static let lanePass = script("lane-pass")
     static let leaseAcquire = script("lease-acquire")
     static let leaseRelease = script("lease-release")
 
     /// Every script file's text as embedded (the includes too), by file name.
     static let files: [String: [UInt8]] = [
         "clock.lua": PackageResources.clock_lua, "helpers.lua": PackageResources.helpers_lua,
+        "lanes.lua": PackageResources.lanes_lua, "lane-pass.lua": PackageResources.lane_pass_lua,
         "enqueue.lua": PackageResources.enqueue_lua, "reserve.lua": PackageResources.reserve_lua,
         "start.lua": PackageResources.start_lua, "finish.lua": PackageResources.finish_lua,
         "promote.lua": PackageResources.promote_lua, "reclaim.lua": PackageResources.reclaim_lua,

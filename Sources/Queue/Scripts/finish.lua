@@ -15,6 +15,7 @@ local prefix, group, cap, maxAge = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber
 local now = nowMs()
 local nowText = int(now)
 local succeeded, retried = 0, 0
+local leaving = {}
 -- Completion events go out only while someone listens (the API's job waiters): a PUBLISH per job to an
 -- empty channel still cost a call. Sharded pub/sub (SPUBLISH, Redis 7): on a cluster the channel lives on the
 -- queue's node, and its subscribers are counted there, where a classic PUBLISH would go to every node. A waiter subscribes before it reads the job's status, so it either
@@ -36,10 +37,12 @@ for i = 5, #ARGV, 5 do
   local id, entry, outcome, text, msText = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
   local ms = tonumber(msText)
   local key = prefix .. 'job:' .. id
-  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl', 'resv', 'ev')
+  local f = redis.call('HMGET', key, 'status', 'attempts', 'entry', 'cncl', 'resv', 'ev', 'fair')
   -- Only the delivery that holds the job may change it: a late answer from a worker whose lease
   -- expired (the job was handed to another) must not overwrite the newer state.
   if f[1] == 'running' and f[3] == entry then
+    -- A fair job still in the window (one that took no token) leaves it, unless handed back to run again.
+    if f[7] and outcome ~= 'requeue' then leaving[#leaving + 1] = id end
     -- Cancelled by an operator while it ran (`cncl` holds the retention): whatever ends it but success
     -- ends it as cancelled, so no retry or hand-back runs it again.
     if f[4] and outcome ~= 'ok' then
@@ -94,6 +97,7 @@ for i = 5, #ARGV, 5 do
     end
   end
 end
+leaveLanes(prefix, stream, leaving, now)
 if succeeded > 0 then redis.call('HINCRBY', statsKey, 'succeeded', succeeded) end
 if retried > 0 then redis.call('HINCRBY', statsKey, 'retried', retried) end
 return succeeded

@@ -1,5 +1,6 @@
 -- The helpers the delivery, finish and maintenance scripts share.
 -- @include clock.lua
+-- @include lanes.lua
 -- A reply of alternating names and values (XINFO's shape) as a table.
 local function fieldsOf(flat)
   local fields = {}
@@ -143,6 +144,8 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
   local out = {}
   local idle = mode == '1'
   local alone = mode == 'x'
+  -- Fair jobs that leave the window here: those that end without running, and those that start and wait for no token.
+  local leaving = {}
   -- A carried job cancelled while it waited: its id is in the queue's set `cancelled` (read once per call, and
   -- per job only while the set holds any).
   local anyCancelled = nil
@@ -164,17 +167,23 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
       started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
     else
       local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost', 'cncl',
-        'sby', 'ev', 'resv', 'tp')
+        'sby', 'ev', 'resv', 'tp', 'fair', 'fg')
+      -- A fair job that ends here leaves the window; so does one that starts with no token to wait for.
+      local fair = f[14]
+      if fair and not f[15] then leaving[#leaving + 1] = id end
       if not f[1] or f[4] == 'succeeded' or f[4] == 'failed' or f[4] == 'cancelled' or f[4] == 'expired' then
         redis.call('XACK', stream, group, entry)
+        if fair and f[15] then leaving[#leaving + 1] = id end
       elseif f[10] and now > tonumber(f[10]) and not f[9] then
         -- Waited past its start_by time: whoever wanted it has left.
         redis.call('XACK', stream, group, entry)
+        if fair and f[15] then leaving[#leaving + 1] = id end
         expire(prefix, statsKey, key, id, now, deadRetention, f[12], f[11], f[7])
         started(out, id, entry, f[1], f[2], tonumber(f[7] or '0'), tonumber(f[3]), f[5] or '', f[6] or '', 'e', f[13])
       elseif f[9] then
         -- Cancelled while it ran (its worker died or handed it back since): it does not run again.
         redis.call('XACK', stream, group, entry)
+        if fair and f[15] then leaving[#leaving + 1] = id end
         cancelJob(prefix, statsKey, key, id, now, tonumber(f[9]))
       else
         -- Counted here and written with the status below: one call less per job than HINCRBY.
@@ -184,6 +193,7 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
         if attempts > max then
           redis.call('HSET', key, 'attempts', attempts)
           redis.call('XACK', stream, group, entry)
+          if fair and f[15] then leaving[#leaving + 1] = id end
           bury(prefix, deadKey, statsKey, id, now,
             'delivered ' .. (attempts - 1) .. ' times without finishing: its worker crashed, was killed or hung mid-job each time',
             deadRetention, deadCap, maxAge)
@@ -205,5 +215,6 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
       end
     end
   end
+  leaveLanes(prefix, stream, leaving, now)
   return out
 end
