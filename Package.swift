@@ -85,6 +85,7 @@ let package = Package(
                 .embedInCode("Scripts/cancel.lua"),
                 .embedInCode("Scripts/lease-acquire.lua"),
                 .embedInCode("Scripts/lease-release.lua"),
+                .embedInCode("Scripts/global-limit.lua"),
             ]
         ),
         // Transactional enqueue: jobs written to Postgres with the rows that need them, then put on their Redis queues.

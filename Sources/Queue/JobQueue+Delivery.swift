@@ -124,20 +124,22 @@ extension JobQueue {
     /// `XREADGROUP`'s COUNT bounds each stream, not the read: COUNT n over k streams could deliver n·k entries, and a
     /// worker took up to its concurrency times its number of queues at once. Each stream is asked for an equal share
     /// (at least one), and what a read still delivers past `count` (only when fewer slots are free than queues are
-    /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted. `limits` is read when the
-    /// first reply comes, so a limit lowered during the wait already holds.
+    /// read, or past a queue's limit) goes straight back to the end of its stream, unstarted. `limits` is asked when the
+    /// first reply comes (the worker takes its permits across processes there: ``GlobalLimits``), so a limit lowered
+    /// during the wait already holds.
     ///
     /// On a Redis Cluster each queue is read on its own connection, all at once; the first read to deliver wakes the
     /// others (`CLIENT UNBLOCK` on their nodes). Each read's jobs start as it returns: the first read's go to `started`
     /// while the others are still being unblocked, and what those delivered meanwhile is started or handed back too.
     public func waitForJobs(
         queues: [String], count: Int, consumer: String, timeout: Duration, connections: FetchConnections, idle: Bool = true,
-        limits: @autoclosure () -> [String: Int] = [:], started: ([ReservedJob]) -> Void = { _ in }
+        limits: () async throws -> [String: Int] = { [:] }, started: ([ReservedJob]) -> Void = { _ in }
     ) async throws -> [ReservedJob] {
         let share = max(1, count / max(1, queues.count))
         var budget: StartBudget?
         func deliver(_ reply: [RedisValue]) async throws {
-            var current = budget ?? StartBudget(room: count, rooms: limits(), idle: idle)
+            var current: StartBudget
+            if let budget { current = budget } else { current = StartBudget(room: count, rooms: try await limits(), idle: idle) }
             let jobs = try await start(reply, queues: queues, consumer: consumer, budget: &current)
             budget = current
             if !jobs.isEmpty { started(jobs) }

@@ -22,6 +22,11 @@ public struct QueueKeys: Sendable, Hashable {
     public var lanesWaiting: String { base + "lanes:waiting" }
     /// The fair jobs past their lanes, on the stream or held by a worker (`lanes.lua`).
     public var lanesHeld: String { base + "lanes:held" }
+    /// The permits of the queue's limit across processes, by holder (`global-limit.lua`, on the queue's own keys even
+    /// when it is sharded).
+    public var limitHeld: String { base + "limit:held" }
+    /// When each holder's permits lapse unless renewed, in ms (`global-limit.lua`).
+    public var limitLeases: String { base + "limit:leases" }
     public func job(_ id: JobID) -> String { base + "job:" + id.rawValue }
     /// The job's events for its followers (`GET /jobs/{id}/events`): a capped stream beside its record.
     public func jobEvents(_ id: JobID) -> String { base + "job:" + id.rawValue + ":ev" }

@@ -16,6 +16,9 @@ public struct WorkerOptions: Sendable {
     /// bound by `concurrency` alone. Slow, I/O-bound queues can run thousands while Postgres-bound ones stay within
     /// the connection pool.
     public var queueLimits: [String: Int]
+    /// At most this many jobs of a queue at once across every process that serves it (``GlobalLimits``); nil: the
+    /// job files' `global_limit:`.
+    public var globalLimits: [String: Int]?
     /// On SIGTERM, in-flight jobs get this long to finish before they are handed back to the queue.
     public var gracePeriod: Duration
     /// How long one blocking read waits for work (a shutdown interrupts it at once).
@@ -72,6 +75,8 @@ public final class Worker: Service {
     let outcomes = Batcher<JobOutcome>()
     private let stopping = Atomic<Bool>(false)
     private let limits: Mutex<[String: Int]>
+    /// The served queues' limits across processes.
+    let globalLimits: GlobalLimits
     private let stoppedAt = Mutex<ContinuousClock.Instant?>(nil)
     private let upkeepTask = Mutex<Task<Void, Never>?>(nil)
     private let quieted = Atomic<Bool>(false)
@@ -88,10 +93,26 @@ public final class Worker: Service {
         self.logger = logger
         self.slots = Slots(options.concurrency)
         self.limits = Mutex(options.queueLimits)
+        let served = Set(options.queues.map(\.name))
+        let global = (options.globalLimits ?? queue.catalog.globalLimits).filter { served.contains($0.key) }
+        // The permits' lease is the shortest job lease of the served queues: renewed with the jobs', by the heartbeat.
+        let lease =
+            queue.catalog.kinds.values.filter { served.contains($0.queue) }.map(\.visibilityTimeout).min() ?? .seconds(30)
+        self.globalLimits = GlobalLimits(queue: queue, holder: options.consumer, limits: global, lease: lease, logger: logger)
     }
 
     /// Each queue's limit now: `options.queueLimits` until a reload of settings replaces them.
     public var queueLimits: [String: Int] { limits.withLock { $0 } }
+
+    /// Replaces the served queues' limits across processes (a reload of settings). They hold for the jobs started from
+    /// then on: a limit added while its queue's jobs run does not count those.
+    public func setGlobalLimits(_ newLimits: [String: Int]) {
+        globalLimits.setLimits(newLimits.filter { queueNames.contains($0.key) })
+        slots.limitsChanged()
+    }
+
+    /// Each served queue's limit across processes now.
+    public var globalQueueLimits: [String: Int] { globalLimits.limits }
 
     /// Replaces the queues' limits (a reload of settings). A lowered limit takes effect at the next fetch: no job of
     /// that queue starts until fewer than the new limit run; running jobs are not interrupted.
@@ -143,6 +164,8 @@ public final class Worker: Service {
             await recording.value
             await housekeeping.value
             await self.upkeepTask.withLock { $0 }?.value
+            // Every job ended or was handed back: the permits go back now, not when their lease runs out.
+            try? await self.globalLimits.renew()
             await self.queue.unregister(consumer: self.options.consumer, queues: self.shardNames)
         } onGracefulShutdown: {
             self.stop()
@@ -249,31 +272,56 @@ public final class Worker: Service {
                 await slots.waitForRelease(after: releases)
                 continue
             }
+            // The queues limited across processes: a permit per job, taken before each read, the rest given back.
+            let permits = FetchPermits(globalLimits)
+            defer { permits.giveBackUnused() }
+            var atGlobalLimit: Set<String> = []
             var jobs: [ReservedJob] = []
+            func launch(_ batch: [ReservedJob]) {
+                slots.take(batch.count)
+                for job in batch {
+                    permits.started(job)
+                    start(job)
+                }
+            }
             let idle = inFlight.isEmpty
             do {
                 for name in weightedOrder() where jobs.count < want && !jobs.contains(where: \.isolated) {
                     // A sharded queue's shards share its room.
                     let limited = QueueShards.queue(ofShard: name)
-                    let count = min(want - jobs.count, room[limited] ?? .max)
-                    guard count > 0 else { continue }
+                    var count = min(want - jobs.count, room[limited] ?? .max)
+                    guard count > 0, !atGlobalLimit.contains(limited) else { continue }
+                    if permits.limits(limited) {
+                        count = try await permits.take(limited, wanted: count)
+                        guard count > 0 else {
+                            atGlobalLimit.insert(limited)
+                            continue
+                        }
+                    }
                     let reserved = try await queue.reserve(
                         queue: name, count: count, consumer: options.consumer, idle: idle && jobs.isEmpty)
                     jobs += reserved
                     if let left = room[limited] { room[limited] = left - reserved.count }
                 }
-                if !jobs.isEmpty {
-                    slots.take(jobs.count)
-                    for job in jobs { start(job) }
-                } else if !isStopping {
+                if !jobs.isEmpty { launch(jobs) }
+                // No permit is held through a blocking read: the read takes its own for what it delivers.
+                permits.giveBackUnused()
+                // Permits other processes give back are not announced: a queue at its global limit is not read, and is
+                // looked at again soon.
+                let reading = open.filter { !atGlobalLimit.contains(QueueShards.queue(ofShard: $0)) }
+                let poll = atGlobalLimit.isEmpty ? nil : min(options.blockTimeout, GlobalLimits.pollInterval)
+                if jobs.isEmpty && !isStopping && reading.isEmpty {
+                    await waitForRelease(after: releases, atMost: poll)
+                } else if jobs.isEmpty && !isStopping {
                     // Each read's jobs start as it returns (on a cluster, before the other reads came back).
                     jobs = try await queue.waitForJobs(
-                        queues: open, count: want, consumer: options.consumer, timeout: options.blockTimeout,
-                        connections: connections, idle: idle, limits: self.room()
-                    ) { started in
-                        slots.take(started.count)
-                        for job in started { start(job) }
-                    }
+                        queues: reading, count: want, consumer: options.consumer, timeout: poll ?? options.blockTimeout,
+                        connections: connections, idle: idle,
+                        limits: {
+                            var room = self.room()
+                            try await permits.take(into: &room, wanted: want, queues: reading)
+                            return room
+                        }, started: launch)
                 }
                 streak.succeeded(logger: logger)
             } catch {
@@ -286,6 +334,17 @@ public final class Worker: Service {
                 while !inFlight.isEmpty && !isStopping { try? await Task.sleep(for: .milliseconds(5)) }
             }
         }
+    }
+
+    /// Waits for a job here to end (or the limits to change), or `bound` at most.
+    private func waitForRelease(after releases: Int, atMost bound: Duration?) async {
+        guard let bound else { return await slots.waitForRelease(after: releases) }
+        let poke = Task {
+            try await Task.sleep(for: bound)
+            slots.limitsChanged()
+        }
+        await slots.waitForRelease(after: releases)
+        poke.cancel()
     }
 
     /// How many more jobs each limited queue may start now.
@@ -343,6 +402,7 @@ public final class Worker: Service {
                 observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .dead, duration: .zero)
             }
             slots.release()
+            globalLimits.ended(job.id)
             return
         }
         inFlight.insert(job, deadline: .now + spec.timeout)
@@ -488,6 +548,7 @@ public final class Worker: Service {
         }
         inFlight.remove(job)
         slots.release()
+        globalLimits.ended(job.id)
         outcomes.append(outcome)
         let duration = ContinuousClock.now - began
         for observer in options.observers {
@@ -511,6 +572,7 @@ public final class Worker: Service {
     /// its slot and is reported.
     private func reportExpired(_ job: ReservedJob) {
         slots.release()
+        globalLimits.ended(job.id)
         for observer in options.observers {
             observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .expired, duration: .zero)
             observer.jobEnded(job, outcome: .expired)
@@ -581,11 +643,13 @@ public final class Worker: Service {
 
     private func renewLeases() async throws {
         let jobs = inFlight.jobs
-        guard !jobs.isEmpty else { return }
-        let lost = try await queue.heartbeat(jobs, consumer: options.consumer)
-        if !lost.isEmpty {
-            logger.warning("lost leases (the jobs were handed to other workers)", metadata: ["count": "\(lost.count)"])
+        if !jobs.isEmpty {
+            let lost = try await queue.heartbeat(jobs, consumer: options.consumer)
+            if !lost.isEmpty {
+                logger.warning("lost leases (the jobs were handed to other workers)", metadata: ["count": "\(lost.count)"])
+            }
         }
+        try await globalLimits.renew()
     }
 
     /// After fetching stops: wait for in-flight jobs up to the grace period, then cancel the rest; they are
@@ -604,7 +668,10 @@ public final class Worker: Service {
         while !inFlight.isEmpty && ContinuousClock.now < hardDeadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        for job in inFlight.removeAll() { outcomes.append(.requeue(job)) }
+        for job in inFlight.removeAll() {
+            globalLimits.ended(job.id)
+            outcomes.append(.requeue(job))
+        }
     }
 
     private func untilRedisAnswers(_ body: () async throws -> Void) async {

@@ -9,7 +9,8 @@ struct QueuesCommand: AsyncParsableCommand {
         subcommands: [List.self, Pause.self, Resume.self], defaultSubcommand: List.self)
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Per queue: paused, queued, running, scheduled, retrying, dead.")
+        static let configuration = CommandConfiguration(
+            abstract: "Per queue: paused, queued, running, scheduled, retrying, dead, and the permits held of its global limit.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -20,11 +21,13 @@ struct QueuesCommand: AsyncParsableCommand {
                 if json {
                     print(try jsonText(queues))
                 } else {
-                    let header = ["queue", "state", "queued", "running", "scheduled", "retrying", "dead"]
-                    let rows = queues.map {
-                        [
-                            $0.queue, $0.paused ? "paused" : "active", "\($0.queued)", "\($0.running)", "\($0.scheduled)",
-                            "\($0.retrying)", "\($0.dead)",
+                    let header = ["queue", "state", "queued", "running", "scheduled", "retrying", "dead", "global"]
+                    let rows = queues.map { (queue: QueueOverview) -> [String] in
+                        var global = "-"
+                        if let limit = queue.globalLimit { global = "\(queue.permitsHeld ?? 0)/\(limit)" }
+                        return [
+                            queue.queue, queue.paused ? "paused" : "active", "\(queue.queued)", "\(queue.running)",
+                            "\(queue.scheduled)", "\(queue.retrying)", "\(queue.dead)", global,
                         ]
                     }
                     print(table([header] + rows))

@@ -3,7 +3,7 @@ import Queue
 import UnixSignals
 
 /// `kill -HUP` a worker: it reads its job files again and applies the queues' new `queue_limit:` (the limits of its
-/// `--queues` still win). A lowered limit starts no job of the queue until fewer than it run; running jobs go on.
+/// `--queues` still win) and `global_limit:`. A lowered limit starts no job of the queue until fewer than it run; running jobs go on.
 /// Other changes to the files take effect at the next start; files that do not load change nothing.
 struct SettingsReload {
     let global: GlobalOptions
@@ -31,7 +31,12 @@ struct SettingsReload {
         }
         let limits = QueueLimits(served: served, catalog: catalog, overrides: overrides)
         worker.setQueueLimits(limits.byQueue)
-        logger.info("settings reloaded", metadata: ["queue_limits": "\(Self.describe(limits.byQueue))"])
+        worker.setGlobalLimits(catalog.globalLimits)
+        logger.info(
+            "settings reloaded",
+            metadata: [
+                "queue_limits": "\(Self.describe(limits.byQueue))", "global_limits": "\(Self.describe(worker.globalQueueLimits))",
+            ])
         warnAbout(limits, catalog: catalog)
     }
 

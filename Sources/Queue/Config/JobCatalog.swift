@@ -42,37 +42,27 @@ public struct JobCatalog: Sendable {
             }
             kinds[kindName] = spec
         }
-        // One queue, one limit: the second file (in name order) that says otherwise is the one reported.
-        var limits: [String: JobKindSpec] = [:]
-        for spec in kinds.values.sorted(by: { $0.file < $1.file }) {
-            guard let limit = spec.queueLimit else { continue }
-            if let first = limits[spec.queue], first.queueLimit != limit {
-                throw ConfigError(
-                    file: spec.file,
-                    reason: "queue_limit \(limit) for queue '\(spec.queue)' disagrees with \(first.queueLimit!) in \(first.file)")
-            }
-            limits[spec.queue] = limits[spec.queue] ?? spec
-        }
-        var shards: [String: JobKindSpec] = [:]
-        for spec in kinds.values.sorted(by: { $0.file < $1.file }) {
-            guard let count = spec.shards else { continue }
-            if let first = shards[spec.queue], first.shards != count {
-                throw ConfigError(
-                    file: spec.file, reason: "shards \(count) for queue '\(spec.queue)' disagrees with \(first.shards!) in \(first.file)")
-            }
-            shards[spec.queue] = shards[spec.queue] ?? spec
-        }
-        var windows: [String: JobKindSpec] = [:]
-        for spec in kinds.values.sorted(by: { $0.file < $1.file }) {
-            guard let window = spec.fairness?.window else { continue }
-            if let first = windows[spec.queue], first.fairness?.window != window {
-                throw ConfigError(
-                    file: spec.file,
-                    reason: "fair.window \(window) for queue '\(spec.queue)' disagrees with \(first.fairness!.window) in \(first.file)")
-            }
-            windows[spec.queue] = windows[spec.queue] ?? spec
-        }
+        // One queue, one value of each per-queue setting: the second file (in name order) that says otherwise is the
+        // one reported.
+        let sorted = kinds.values.sorted { $0.file < $1.file }
+        try agree(sorted, on: "queue_limit") { $0.queueLimit }
+        try agree(sorted, on: "global_limit") { $0.globalLimit }
+        try agree(sorted, on: "shards") { $0.shards }
+        try agree(sorted, on: "fair.window") { $0.fairness?.window }
         return JobCatalog(kinds: Array(kinds.values))
+    }
+
+    private static func agree(_ specs: [JobKindSpec], on setting: String, _ value: (JobKindSpec) -> Int?) throws(ConfigError) {
+        var first: [String: (value: Int, file: String)] = [:]
+        for spec in specs {
+            guard let mine = value(spec) else { continue }
+            if let earlier = first[spec.queue], earlier.value != mine {
+                throw ConfigError(
+                    file: spec.file,
+                    reason: "\(setting) \(mine) for queue '\(spec.queue)' disagrees with \(earlier.value) in \(earlier.file)")
+            }
+            first[spec.queue] = first[spec.queue] ?? (mine, spec.file)
+        }
     }
 
     /// The kind named `kind`, if the catalog has it.
@@ -91,6 +81,14 @@ public struct JobCatalog: Sendable {
     public var queueLimits: [String: Int] {
         kinds.values.reduce(into: [:]) { limits, spec in
             guard let limit = spec.queueLimit else { return }
+            limits[spec.queue] = min(limit, limits[spec.queue] ?? limit)
+        }
+    }
+
+    /// Each queue's `global_limit:` from its kinds' files (the smallest, for a catalog built in code with several).
+    public var globalLimits: [String: Int] {
+        kinds.values.reduce(into: [:]) { limits, spec in
+            guard let limit = spec.globalLimit else { return }
             limits[spec.queue] = min(limit, limits[spec.queue] ?? limit)
         }
     }

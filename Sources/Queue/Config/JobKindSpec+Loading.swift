@@ -4,7 +4,8 @@ import Yams
 
 extension JobKindSpec {
     static let topLevelKeys = [
-        "queue", "queue_limit", "shards", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique", "retention",
+        "queue", "queue_limit", "global_limit", "shards", "priority", "timeout", "visibility_timeout", "attempts", "backoff", "unique",
+        "retention",
         "schedules", "rate_limit", "payload",
         "result", "events", "start_by", "fair",
     ]
@@ -50,6 +51,13 @@ extension JobKindSpec {
                 throw reader.error(entry.value, "queue_limit", "must be from 1 to \(Self.maximumQueueLimit), got \(limit)")
             }
             queueLimit = limit
+        }
+        if let entry = entries["global_limit"] {
+            let limit = try reader.int(entry.value, "global_limit", expected: "an integer from 1 to \(Self.maximumQueueLimit)")
+            guard (1...Self.maximumQueueLimit).contains(limit) else {
+                throw reader.error(entry.value, "global_limit", "must be from 1 to \(Self.maximumQueueLimit), got \(limit)")
+            }
+            globalLimit = limit
         }
         if let entry = entries["shards"] {
             let count = try reader.int(entry.value, "shards", expected: "an integer from 1 to \(Self.maximumShards)")

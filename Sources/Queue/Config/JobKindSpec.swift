@@ -9,6 +9,10 @@ public struct JobKindSpec: Sendable, Equatable {
     /// `--queues name=N` overrides it). Kinds sharing a queue that set it must agree. nil: only the worker's
     /// concurrency bounds the queue.
     public var queueLimit: Int?
+    /// At most this many jobs of the queue run at once across every worker process that serves it (`global_limit:`):
+    /// permits leased in Redis (``GlobalLimits``), next to each process's `queueLimit`. Kinds sharing a queue that set
+    /// it must agree. nil: no limit across processes.
+    public var globalLimit: Int?
     /// How many shards the queue is split into (`shards:`, 1 to ``maximumShards``; default 1). Each shard is a queue
     /// of its own in Redis (`{queue#0}` … `{queue#N-1}`, one hash tag each), so a Redis Cluster spreads them over its
     /// nodes. Kinds sharing a queue that set it must agree.
@@ -60,6 +64,7 @@ public struct JobKindSpec: Sendable, Equatable {
         name: String,
         queue: String = defaultQueue,
         queueLimit: Int? = nil,
+        globalLimit: Int? = nil,
         shards: Int? = nil,
         priority: Int = defaultPriority,
         timeout: Duration = defaultTimeout,
@@ -80,6 +85,7 @@ public struct JobKindSpec: Sendable, Equatable {
         self.name = name
         self.queue = queue
         self.queueLimit = queueLimit
+        self.globalLimit = globalLimit
         self.shards = shards
         self.priority = priority
         self.timeout = timeout

@@ -9,6 +9,10 @@ public struct QueueOverview: Sendable, Codable, Equatable {
     public var scheduled: Int
     public var retrying: Int
     public var dead: Int
+    /// The queue's limit across processes (`global_limit:`), nil without one.
+    public var globalLimit: Int?
+    /// The permits of that limit live processes hold now (their running jobs' and a fetch's), nil without one.
+    public var permitsHeld: Int?
 }
 
 /// Pausing queues: workers take no new job of a paused queue (within about a second: they read the paused set once a
@@ -39,11 +43,19 @@ public struct QueueControl: Sendable {
     /// Every queue of the catalog with its counts and paused state.
     public func overview() async throws -> [QueueOverview] {
         let paused = try await pausedQueues()
-        return try await queue.stats().map {
-            QueueOverview(
-                queue: $0.queue, paused: paused.contains($0.queue), queued: $0.queued, running: $0.running, scheduled: $0.scheduled,
-                retrying: $0.retrying, dead: $0.dead)
+        let limits = queue.catalog.globalLimits
+        var overviews: [QueueOverview] = []
+        for stats in try await queue.stats() {
+            var overview = QueueOverview(
+                queue: stats.queue, paused: paused.contains(stats.queue), queued: stats.queued, running: stats.running,
+                scheduled: stats.scheduled, retrying: stats.retrying, dead: stats.dead)
+            if let limit = limits[stats.queue] {
+                overview.globalLimit = limit
+                overview.permitsHeld = try await queue.permitsHeld(queue: stats.queue)
+            }
+            overviews.append(overview)
         }
+        return overviews
     }
 
     private func check(_ name: String) throws(QueueError) {

@@ -31,6 +31,7 @@ enum Scripts {
     static let lanePass = script("lane-pass")
     static let leaseAcquire = script("lease-acquire")
     static let leaseRelease = script("lease-release")
+    static let globalLimit = script("global-limit")
 
     /// Every script file's text as embedded (the includes too), by file name.
     static let files: [String: [UInt8]] = [
@@ -42,6 +43,7 @@ enum Scripts {
         "retry-now.lua": PackageResources.retry_now_lua, "discard.lua": PackageResources.discard_lua,
         "cancel.lua": PackageResources.cancel_lua,
         "lease-acquire.lua": PackageResources.lease_acquire_lua, "lease-release.lua": PackageResources.lease_release_lua,
+        "global-limit.lua": PackageResources.global_limit_lua,
     ]
 
     private static func script(_ name: String) -> RedisScript {

@@ -150,7 +150,7 @@ import Testing
             ("payload: { type: object, properties: { n: { maximum: .inf } } }\n", 1, 54, "not a finite number"),
             ("queue: a\nqueue: b\n", 1, 1, "duplicate key 'queue'"),
             ("queue: [a\n", 2, 1, "invalid YAML"),
-            ("- queue: a\n", 1, 1, "expected a mapping of queue, queue_limit, shards, priority"),
+            ("- queue: a\n", 1, 1, "expected a mapping of queue, queue_limit, global_limit, shards, priority"),
             ("just text\n", 1, 1, "expected a mapping"),
         ] as [(String, Int, Int, String)])
     func errorsPointAtTheNode(yaml: String, line: Int, column: Int, reason: String) throws {

@@ -20,9 +20,19 @@ import Testing
         let catalog = try load(["a.yml": "queue: ai\nqueue_limit: 500\n", "b.yml": "queue: ai\n", "c.yml": "queue: mail\n"])
         #expect(catalog["a"]?.queueLimit == 500)
         #expect(catalog.queueLimits == ["ai": 500])
+        #expect(catalog.globalLimits.isEmpty)
     }
 
-    @Test(arguments: [("queue_limit: 0", "must be from 1 to 100000, got 0"), ("queue_limit: many", "expected an integer")])
+    @Test func aFileSetsItsQueuesGlobalLimit() throws {
+        let catalog = try load(["a.yml": "queue: ai\nqueue_limit: 500\nglobal_limit: 50\n", "b.yml": "queue: ai\n"])
+        #expect(catalog["a"]?.globalLimit == 50 && catalog["b"]?.globalLimit == nil)
+        #expect(catalog.globalLimits == ["ai": 50] && catalog.queueLimits == ["ai": 500])
+    }
+
+    @Test(arguments: [
+        ("queue_limit: 0", "must be from 1 to 100000, got 0"), ("queue_limit: many", "expected an integer"),
+        ("global_limit: 0", "global_limit: must be from 1 to 100000, got 0"), ("global_limit: [1]", "expected an integer"),
+    ])
     func aBadLimitIsRefusedWithItsLine(line: String, reason: String) throws {
         #expect {
             try JobKindSpec(yaml: "queue: ai\n\(line)\n", name: "a", file: "a.yml")
@@ -39,6 +49,12 @@ import Testing
         } catch {
             #expect(error.file.hasSuffix("/b.yml"))
             #expect(error.reason.contains("queue_limit 50 for queue 'ai' disagrees with 500 in"), "\(error.reason)")
+        }
+        do {
+            _ = try load(["a.yml": "queue: ai\nglobal_limit: 50\n", "b.yml": "queue: ai\nglobal_limit: 40\n"])
+            Issue.record("two global limits for one queue were accepted")
+        } catch {
+            #expect(error.reason.contains("global_limit 40 for queue 'ai' disagrees with 50 in"), "\(error.reason)")
         }
         // Saying the same limit twice is fine.
         #expect(try load(["a.yml": "queue: ai\nqueue_limit: 5\n", "b.yml": "queue: ai\nqueue_limit: 5\n"]).queueLimits == ["ai": 5])
