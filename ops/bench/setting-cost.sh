@@ -33,7 +33,7 @@ grep -q '^fair:' "$work/fair/noop.yml"
 echo 'global_limit: 2000' >>"$work/global/noop.yml"
 for run in $(seq "$runs"); do
     for mode in "${modes[@]}"; do
-        echo "lane-cost: run $run of $runs, $mode" >&2
+        echo "setting-cost: run $run of $runs, $mode" >&2
         "$bin_dir/carbscan-bench" queue --runs 1 --only process,pickup --jobs-dir "$work/$mode" >>"$work/$mode.json"
     done
 done

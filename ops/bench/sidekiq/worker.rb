@@ -65,7 +65,8 @@ end
 
 Sidekiq.configure_server do |config|
   config.redis = { url: SidekiqBench::REDIS_URL }
-  config.server_middleware { |chain| chain.add SidekiqBench::DoneCounter }
+  # Off for drain.rb, which watches the queue as a Sidekiq user does (the counter is an INCR per job).
+  config.server_middleware { |chain| chain.add SidekiqBench::DoneCounter } unless ENV["SIDEKIQ_BENCH_COUNT_DONE"] == "0"
 end
 
 # Sidekiq logs two INFO lines per job ("start"/"done"); that is log I/O, not
