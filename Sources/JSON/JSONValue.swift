@@ -94,6 +94,10 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// Appends `string` to `out` as a JSON string, quoted and escaped (a log line's values, written without a
+    /// `JSONValue` and its own string each).
+    public static func appendQuoted(_ string: String, to out: inout String) { writeString(string, to: &out) }
+
     private static func writeString(_ string: String, to out: inout String) {
         out += "\""
         // Most strings need no escape: appended whole. 0xE2 leads U+2028 and U+2029 (and other punctuation, which

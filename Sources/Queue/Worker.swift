@@ -558,9 +558,11 @@ public final class Worker: Service {
         logger.log(
             level: logLevel, "\(message)",
             metadata: {
+                // Plain strings, not interpolations: `"\(job.id)"` went through `String(describing:)` and its dynamic
+                // casts, a line per job (ops/bench/user-drain.sh).
                 var metadata: Logger.Metadata = [
-                    "job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)",
-                    "duration_ms": "\(String(format: "%.3f", duration.fractionalMilliseconds))",
+                    "job": .string(job.id.rawValue), "kind": .string(job.kind), "attempt": .string(String(job.attempt)),
+                    "duration_ms": .string(duration.millisecondsText),
                 ]
                 if let errorText { metadata["error"] = "\(errorText)" }
                 if outcome.kind == .retry { metadata["retry_in_ms"] = "\(outcome.milliseconds)" }

@@ -19,10 +19,13 @@ parser.add_argument("--binary", required=True)
 parser.add_argument("--jobs", type=int, default=300_000)
 parser.add_argument("--prefix", required=True)
 parser.add_argument("--log", default="/dev/null")
+parser.add_argument("--log-level", help="the workers' LOG_LEVEL (default: unset, their default)")
+parser.add_argument("--worker-args", default="", help="more `carbscan work` arguments, for experiments")
 args = parser.parse_args()
 
 env = dict(os.environ, CARBSCAN_PREFIX=args.prefix)
 env.pop("LOG_LEVEL", None)
+worker_env = dict(env, LOG_LEVEL=args.log_level) if args.log_level else env
 clk_tck = os.sysconf("SC_CLK_TCK")
 
 
@@ -44,7 +47,8 @@ enqueue_s = time.monotonic() - started
 
 log = open(args.log, "a")
 spawned = time.monotonic()
-workers = [subprocess.Popen([args.binary, "work"], env=env, stdout=log, stderr=log) for _ in range(2)]
+workers = [subprocess.Popen([args.binary, "work", *args.worker_args.split()], env=worker_env, stdout=log, stderr=log)
+           for _ in range(2)]
 first = done = None
 try:
     while done is None and time.monotonic() < spawned + 900:
