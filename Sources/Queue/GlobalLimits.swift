@@ -85,7 +85,7 @@ final class GlobalLimits: Sendable {
     /// `id` ended (or was handed back): its permit, if it held one, is given back.
     func ended(_ id: JobID) {
         let released = state.withLock { state -> Bool in
-            guard let name = state.holders.removeValue(forKey: id) else { return false }
+            guard !state.holders.isEmpty, let name = state.holders.removeValue(forKey: id) else { return false }
             state.held[name] = max(0, state.held[name, default: 0] - 1)
             state.stale = true
             return true
@@ -204,6 +204,7 @@ final class FetchPermits {
 
     /// `job` started: it keeps one of its queue's permits until it ends.
     func started(_ job: ReservedJob) {
+        guard !limited.isEmpty else { return }
         let name = QueueShards.queue(ofShard: job.queue)
         guard limits(name) else { return }
         kept[name, default: 0] += 1

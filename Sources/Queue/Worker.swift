@@ -394,7 +394,7 @@ public final class Worker: Service {
 
     private func start(_ job: ReservedJob) {
         if job.expired { return reportExpired(job) }
-        guard let spec = queue.catalog[job.kind], let handler = registry.handler(for: job.kind) else {
+        guard let spec = queue.catalog.runSettings[job.kind], let handler = registry.handler(for: job.kind) else {
             let reason = "no handler for job kind '\(job.kind)' in this worker"
             logger.error("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "error": "\(reason)"])
             outcomes.append(.dead(job, error: reason, retention: queue.catalog[job.kind]?.retention.failed ?? .seconds(30 * 86_400)))
@@ -409,7 +409,7 @@ public final class Worker: Service {
         for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
         // The task captures no spec (some 500 bytes per job held): `finish` looks it up again in the immutable catalog.
         let task: Task<Void, Never>
-        if spec.fairness != nil, spec.rateLimit != nil {
+        if spec.gated {
             // Bound around the task's creation, which copies it: the job's own frames stay as they are.
             task = LaneGate.$current.withValue(LaneGate(queue: queue, shard: job.queue, id: job.id)) {
                 Task { await self.execute(job, handler: handler) }
@@ -487,7 +487,7 @@ public final class Worker: Service {
     /// Where the job's handler publishes its events: its event log, for kinds with `events: true`. A lost event is
     /// logged, never the job's failure (its result carries what the events did).
     private func events(of job: ReservedJob) -> JobEvents {
-        guard let lifetime = queue.catalog[job.kind]?.eventsLifetime else { return .discarding }
+        guard let lifetime = queue.catalog.runSettings[job.kind]?.eventsLifetime else { return .discarding }
         let log = JobEventLog(redis: queue.redis, prefix: queue.options.prefix)
         let logger = logger
         let followed: @Sendable () async -> Bool = { (try? await log.isFollowed(job.id, queue: job.queue)) ?? true }
@@ -502,7 +502,9 @@ public final class Worker: Service {
 
     @inline(never)
     private func finish(_ job: ReservedJob, result: Result<String?, any Error>, began: ContinuousClock.Instant) {
-        guard let spec = queue.catalog[job.kind] else { preconditionFailure("start(_:) runs only jobs of the catalog's kinds") }
+        guard let spec = queue.catalog.runSettings[job.kind] else {
+            preconditionFailure("start(_:) runs only jobs of the catalog's kinds")
+        }
         let outcome: JobOutcome
         var logLevel = Logger.Level.info
         var message = "job succeeded"
@@ -583,7 +585,7 @@ public final class Worker: Service {
             "job expired", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "enqueued_at": "\(job.enqueuedAt)"])
     }
 
-    private func retryOrBury(_ job: ReservedJob, spec: JobKindSpec, error: String, retryAfter: Duration?) -> JobOutcome {
+    private func retryOrBury(_ job: ReservedJob, spec: RunSettings, error: String, retryAfter: Duration?) -> JobOutcome {
         if job.attempt >= job.maxAttempts {
             return .dead(job, error: "\(error) (attempt \(job.attempt) of \(job.maxAttempts))", retention: spec.retention.failed)
         }

@@ -35,7 +35,7 @@ import Testing
 
     /// 3 workers of 10 slots each, 30 jobs of 200 ms, a global limit of 4: never more than 4 run at once across the
     /// three, the limit is used (4 do run at once), all 30 finish, and every permit is given back after them. Without
-    /// the limit, the 30 slots take 10 or more at once.
+    /// the limit, the 30 slots take more than 4 at once.
     @Test(arguments: [4, nil])
     func threeWorkersShareOneLimit(limit: Int?) async throws {
         let env = try TestEnvironment()
@@ -52,7 +52,7 @@ import Testing
             // The last job's permit goes back as it ends, not at the next heartbeat (10 s here).
             #expect(try await eventually(timeout: .seconds(2)) { try await Self.held(env).values.reduce(0, +) == 0 })
         } else {
-            #expect(gauge.most >= 10, "without a limit the 3 workers ran only \(gauge.most) at once")
+            #expect(gauge.most > 4, "without a limit the 3 workers ran only \(gauge.most) at once")
         }
         for (worker, _) in running { worker.stop() }
         for (_, task) in running { try await task.value }

@@ -11,7 +11,11 @@ public struct JobCatalog: Sendable {
     /// earlier one.
     public init(kinds: [JobKindSpec]) {
         self.kinds = Dictionary(kinds.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        runSettings = self.kinds.mapValues(RunSettings.init)
     }
+
+    /// What a worker reads of each kind per job, by kind name.
+    public let runSettings: [String: RunSettings]
 
     /// Loads every `*.yml` and `*.yaml` file of `directory` (one kind per file, named after it).
     ///
