@@ -19,8 +19,9 @@ final class GlobalLimits: Sendable {
         var limits: [String: Int]
         /// Permits held by queue: one per started job, plus a fetch's grants until it returns.
         var held: [String: Int] = [:]
-        /// The running jobs that hold a permit, with their queue.
-        var holders: [JobID: String] = [:]
+        /// The running jobs that hold a permit, with their queue: by stream entry, as ``InFlight`` keys them (a job
+        /// delivered again while it still runs here holds a second permit).
+        var holders: [RunKey: String] = [:]
         /// Holdings changed since Redis was last told.
         var stale = false
         var flushing = false
@@ -69,7 +70,7 @@ final class GlobalLimits: Sendable {
     /// `job` started on one of its queue's permits: it keeps it until it ends.
     func hold(_ job: ReservedJob) {
         let name = QueueShards.queue(ofShard: job.queue)
-        state.withLock { $0.holders[job.id] = name }
+        state.withLock { $0.holders[job.runKey] = name }
     }
 
     /// A fetch of `queueName` returned: of its `granted` permits, those not held by a job started are given back.
@@ -82,10 +83,10 @@ final class GlobalLimits: Sendable {
         flush()
     }
 
-    /// `id` ended (or was handed back): its permit, if it held one, is given back.
-    func ended(_ id: JobID) {
+    /// `job` ended (or was handed back): its permit, if it held one, is given back.
+    func ended(_ job: ReservedJob) {
         let released = state.withLock { state -> Bool in
-            guard !state.holders.isEmpty, let name = state.holders.removeValue(forKey: id) else { return false }
+            guard !state.holders.isEmpty, let name = state.holders.removeValue(forKey: job.runKey) else { return false }
             state.held[name] = max(0, state.held[name, default: 0] - 1)
             state.stale = true
             return true

@@ -402,7 +402,7 @@ public final class Worker: Service {
                 observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .dead, duration: .zero)
             }
             slots.release()
-            globalLimits.ended(job.id)
+            globalLimits.ended(job)
             return
         }
         inFlight.insert(job, deadline: .now + spec.timeout)
@@ -550,7 +550,7 @@ public final class Worker: Service {
         }
         inFlight.remove(job)
         slots.release()
-        globalLimits.ended(job.id)
+        globalLimits.ended(job)
         outcomes.append(outcome)
         let duration = ContinuousClock.now - began
         for observer in options.observers {
@@ -576,7 +576,7 @@ public final class Worker: Service {
     /// its slot and is reported.
     private func reportExpired(_ job: ReservedJob) {
         slots.release()
-        globalLimits.ended(job.id)
+        globalLimits.ended(job)
         for observer in options.observers {
             observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .expired, duration: .zero)
             observer.jobEnded(job, outcome: .expired)
@@ -673,7 +673,7 @@ public final class Worker: Service {
             try? await Task.sleep(for: .milliseconds(10))
         }
         for job in inFlight.removeAll() {
-            globalLimits.ended(job.id)
+            globalLimits.ended(job)
             outcomes.append(.requeue(job))
         }
     }
