@@ -16,7 +16,9 @@ import Workers
             let (worker, task) = api.startWorker(queue: "default")
             defer { worker.stop() }
             let id = try await enqueueNoop(api, owner: account.id, payload: ["sleepMs": 300, "result": ["carbs": 42]])
-            let waited = try await client.call(.get, "jobs/\(id.rawValue)?wait=10", token: account.accessToken)
+            // The longest wait: a 300 ms job once stayed `running` past a 10 s wait in a loaded clean-clone run, where the
+            // whole suite ran 108 s.
+            let waited = try await client.call(.get, "jobs/\(id.rawValue)?wait=30", token: account.accessToken)
             #expect(waited.status == 200)
             #expect(waited.data["status"].string == "succeeded")
             #expect(waited.data["result"]["carbs"].int == 42)
