@@ -4,6 +4,10 @@ public enum MetricName {
     public static let queueJobs = "carbscan_queue_jobs"
     public static let queueLatency = "carbscan_queue_latency_seconds"
     public static let queuePaused = "carbscan_queue_paused"
+    /// A queue's limit across worker processes (`global_limit:`), for queues that have one.
+    public static let queueGlobalLimit = "carbscan_queue_global_limit"
+    /// The permits of that limit live workers hold now.
+    public static let queuePermitsHeld = "carbscan_queue_permits_held"
     public static let workersAlive = "carbscan_workers_alive"
 
     public static let jobsStarted = "carbscan_jobs_started_total"

@@ -25,6 +25,14 @@ public enum QueueMetrics {
                 paused: Gauge(label: MetricName.queuePaused, dimensions: [("queue", name)], factory: telemetry.factory))
         }
         let all = handles
+        // Queues with a limit across processes: the limit, and the permits held against it (two round trips each).
+        let limited = queue.catalog.globalLimits.sorted { $0.key < $1.key }.map { name, limit in
+            (
+                name: name, limit: limit,
+                held: Gauge(label: MetricName.queuePermitsHeld, dimensions: [("queue", name)], factory: telemetry.factory),
+                gauge: Gauge(label: MetricName.queueGlobalLimit, dimensions: [("queue", name)], factory: telemetry.factory)
+            )
+        }
         let workersAlive = Gauge(label: MetricName.workersAlive, dimensions: [], factory: telemetry.factory)
         let control = QueueControl(queue: queue)
         let registry = ProcessRegistry(queue: queue)
@@ -39,6 +47,10 @@ public enum QueueMetrics {
                 let (seconds, attoseconds) = state.latency.components
                 gauges.latency.record(Double(seconds) + Double(attoseconds) / 1e18)
                 gauges.paused.record(paused.contains(state.queue) ? 1 : 0)
+            }
+            for queueLimit in limited {
+                queueLimit.gauge.record(queueLimit.limit)
+                queueLimit.held.record(try await queue.permitsHeld(queue: queueLimit.name))
             }
         }
     }

@@ -20,7 +20,7 @@ import Workers
     /// Noop as these tests need it: fast fixed retries, three attempts.
     static let noop = TestKinds.noop
 
-    static func queue(name: String = #function) throws -> JobQueue {
+    static func queue(noop: String = noop, name: String = #function) throws -> JobQueue {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("carbscan-jobs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -51,6 +51,35 @@ import Workers
         let (data, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/metrics")!)
         let http = try #require(response as? HTTPURLResponse)
         return (http.statusCode, String(decoding: data, as: UTF8.self), http.value(forHTTPHeaderField: "Content-Type"))
+    }
+
+    /// A queue with a limit across processes exports it and the permits held: 2 of 3 while a worker runs 2 jobs, 0
+    /// once they ended. Queues without one export neither.
+    @Test(.timeLimit(.minutes(1)))
+    func aGlobalLimitAndItsHeldPermitsAreScraped() async throws {
+        let queue = try Self.queue(noop: Self.noop + "\nglobal_limit: 3\n")
+        defer { Task { _ = try? await queue.redis.unlinkKeys(matching: queue.options.prefix + ":*") } }
+        let telemetry = Telemetry(version: "1.2.3-test")
+        QueueMetrics.register(queue, on: telemetry)
+        let worker = Worker(
+            queue: queue, registry: Handlers.registry(redis: queue.redis),
+            options: WorkerOptions(queues: [("default", 1)], concurrency: 10, gracePeriod: .seconds(1)), logger: Self.quiet)
+        let (port, server) = try await Self.serve(telemetry)
+        defer { Task { await server.triggerGracefulShutdown() } }
+        let running = Task { try await worker.run() }
+        defer { running.cancel() }
+        for _ in 0..<2 { _ = try await queue.enqueue("noop", payload: ["sleepMs": 2000]) }
+        #expect(try await eventually(timeout: .seconds(10)) { worker.busy == 2 })
+        let busy = Scrape(text: try await Self.get(port).body)
+        #expect(busy.value("carbscan_queue_global_limit", [("queue", "default")]) == 3)
+        #expect(busy.value("carbscan_queue_permits_held", [("queue", "default")]) == 2)
+        #expect(try await eventually(timeout: .seconds(10)) { try await queue.stats()[0].succeededTotal == 2 })
+        #expect(
+            try await eventually(timeout: .seconds(5)) {
+                Scrape(text: try await Self.get(port).body).value("carbscan_queue_permits_held", [("queue", "default")]) == 0
+            })
+        worker.stop()
+        try await running.value
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -99,6 +128,8 @@ import Workers
         #expect(scrape.value("carbscan_queue_jobs", queueLabels("retrying")) == 0)
         #expect(scrape.value("carbscan_queue_latency_seconds", [("queue", "default")]) == 0)
         #expect(scrape.value("carbscan_queue_paused", [("queue", "default")]) == 0)
+        #expect(scrape.value("carbscan_queue_global_limit", [("queue", "default")]) == nil)
+        #expect(scrape.value("carbscan_queue_permits_held", [("queue", "default")]) == nil)
         #expect(scrape.value("carbscan_worker_concurrency") == 10)
         #expect(scrape.value("carbscan_worker_busy_slots") == 0)
         #expect(scrape.value("carbscan_build_info", [("version", "1.2.3-test")]) == 1)
