@@ -61,10 +61,6 @@ struct JSONLogHandler: LogHandler {
             }
         }
     }
-
-    static func appendQuoted(_ text: String, to line: inout String) {
-        JSONValue.appendQuoted(text, to: &line)
-    }
 }
 
 /// The log lines' timestamps, `2026-11-27T20:36:17.123Z`: the part up to the second is formatted once a second (it

@@ -82,18 +82,16 @@ public struct JobCatalog: Sendable {
     }
 
     /// Each queue's `queue_limit:` from its kinds' files (the smallest, for a catalog built in code with several).
-    public var queueLimits: [String: Int] {
-        kinds.values.reduce(into: [:]) { limits, spec in
-            guard let limit = spec.queueLimit else { return }
-            limits[spec.queue] = min(limit, limits[spec.queue] ?? limit)
-        }
-    }
+    public var queueLimits: [String: Int] { smallestPerQueue(\.queueLimit) }
 
     /// Each queue's `global_limit:` from its kinds' files (the smallest, for a catalog built in code with several).
-    public var globalLimits: [String: Int] {
-        kinds.values.reduce(into: [:]) { limits, spec in
-            guard let limit = spec.globalLimit else { return }
-            limits[spec.queue] = min(limit, limits[spec.queue] ?? limit)
+    public var globalLimits: [String: Int] { smallestPerQueue(\.globalLimit) }
+
+    /// Each queue's smallest value of a per-queue setting among its kinds that set it.
+    private func smallestPerQueue(_ setting: KeyPath<JobKindSpec, Int?>) -> [String: Int] {
+        kinds.values.reduce(into: [:]) { values, spec in
+            guard let value = spec[keyPath: setting] else { return }
+            values[spec.queue] = min(value, values[spec.queue] ?? value)
         }
     }
 
