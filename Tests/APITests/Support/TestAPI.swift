@@ -85,6 +85,9 @@ struct TestAPI: Sendable {
             postgresProxy = try await FaultProxy.start(to: configuration.host, port: configuration.port)
             redisConfiguration.port = redisProxy!.port
             configuration.port = postgresProxy!.port
+            // The proxy shares NIO's singleton loops with every suite of the parallel run; a loaded CI machine once took
+            // more than the default 5 s to connect through it, which is not what these tests are about.
+            configuration.connectTimeout = .seconds(20)
         }
         defer {
             redisProxy?.stop()
