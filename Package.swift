@@ -128,7 +128,7 @@ let package = Package(
         ),
         .target(
             name: "Store",
-            dependencies: ["Postgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Postgres", "JSON", .product(name: "Logging", package: "swift-log")],
             resources: [.copy("Migrations")]
         ),
         .target(

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Postgres
 
 package struct ChatMessage: Sendable, Equatable {
@@ -38,35 +39,86 @@ package struct StoredChatAnswer: Sendable, Equatable {
     package var tier: Tier?
 }
 
-extension ChatMessages {
-    /// Stores the job's exchange once per job id and reads the day's usage, in one statement (one round trip, atomic
-    /// on its own). The chat its message reserved is charged by the queue when the job's success is recorded.
-    package func insertOnce(
+/// A chat job's exchange to store: the user's message and the model's tidied answer.
+package struct NewChatAnswer: Sendable, Equatable {
+    package var userID: String
+    package var jobID: String
+    package var messageID: String
+    package var message: String
+    package var response: String
+    package var messageType: String
+    package var followUps: [String]
+
+    package init(
         userID: String, jobID: String, messageID: String, message: String, response: String, messageType: String, followUps: [String]
-    ) async throws -> StoredChatAnswer {
-        let followUpsJSON = String(decoding: try JSONEncoder().encode(followUps), as: UTF8.self)
-        // A data-modifying CTE runs once whether or not the query reads it.
+    ) {
+        self.userID = userID
+        self.jobID = jobID
+        self.messageID = messageID
+        self.message = message
+        self.response = response
+        self.messageType = messageType
+        self.followUps = followUps
+    }
+
+    func json(_ n: Int) -> JSONValue {
+        [
+            "n": .int(n), "user_id": .string(userID), "job_id": .string(jobID), "message_id": .string(messageID),
+            "message": .string(message), "response": .string(response), "message_type": .string(messageType),
+            "follow_ups": .array(followUps.map(JSONValue.string)),
+        ]
+    }
+}
+
+extension ChatMessages {
+    /// Stores each job's exchange once per job id and reads its reservation's day's usage, in one statement (one round
+    /// trip, one commit, atomic on its own): the worker's group commit (``batchedWriter(_:)``) writes the answers of the
+    /// chats that end together with it. The chat a message reserved is charged by the queue when the job's success is
+    /// recorded. Returns one stored answer per answer, in order.
+    package func insertMany(_ answers: [NewChatAnswer]) async throws -> [StoredChatAnswer] {
+        guard !answers.isEmpty else { return [] }
+        let input = JSONValue.array(answers.enumerated().map { $1.json($0) })
+        // A data-modifying CTE runs once whether or not the query reads it; a job id twice in one batch is inserted once.
         let rows = try await db.query(
             """
-            WITH inserted AS (
+            WITH input AS (
+                SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(n int, user_id text, job_id uuid, message_id uuid,
+                    message text, response text, message_type text, follow_ups jsonb)
+            ), inserted AS (
                 INSERT INTO chat_messages (user_id, job_id, message, response, message_type, follow_up_questions)
-                VALUES ($1, $2::uuid, $3, $4, $5, $6::jsonb)
-                ON CONFLICT (job_id) DO NOTHING RETURNING id
+                SELECT user_id, job_id, message, response, message_type, follow_ups FROM input ORDER BY n
+                ON CONFLICT (job_id) DO NOTHING RETURNING id, job_id
             )
-            SELECT (SELECT id FROM inserted) AS id,
+            SELECT i.n, (SELECT id FROM inserted s WHERE s.job_id = i.job_id) AS id,
                 (SELECT COALESCE(c.used, 0)::int FROM chat_reservations r
                  LEFT JOIN usage_counters c ON c.user_id = r.user_id AND c.kind = 'chat' AND c.period = r.day
-                 WHERE r.message_id = $7::uuid) AS used,
-                (SELECT subscription_tier FROM users WHERE id = $1) AS tier
+                 WHERE r.message_id = i.message_id) AS used,
+                (SELECT subscription_tier FROM users WHERE id = i.user_id) AS tier
+            FROM input i ORDER BY i.n
             """,
-            [userID, jobID, message, response, messageType, followUpsJSON, messageID])
-        let row = rows[rows.startIndex]
-        let used: Int? = try row.decode("used")
-        let tier = try row.decode("tier", as: String?.self).map { Tier(rawValue: $0) ?? .free }
-        if let id: Int64 = try row.decode("id") { return StoredChatAnswer(id: id, usedOnItsDay: used, tier: tier) }
-        // A re-delivery (or a twin still running): the row exists, committed after this statement's snapshot perhaps.
-        let existing = try await db.query("SELECT id FROM chat_messages WHERE job_id = $1::uuid", [jobID])
-        guard let first = existing.first else { throw StoreError("chat message of job \(jobID) was neither inserted nor found") }
-        return StoredChatAnswer(id: try first.decode("id"), usedOnItsDay: used, tier: tier)
+            [input.jsonString])
+        var stored: [(id: Int64?, answer: StoredChatAnswer)] = try rows.map { row in
+            let tier = try row.decode("tier", as: String?.self).map { Tier(rawValue: $0) ?? .free }
+            return (try row.decode("id"), StoredChatAnswer(id: 0, usedOnItsDay: try row.decode("used"), tier: tier))
+        }
+        guard stored.count == answers.count else { throw StoreError("\(answers.count) chat answers stored as \(stored.count) rows") }
+        let missing = zip(answers, stored).filter { $1.id == nil }.map(\.0.jobID)
+        if !missing.isEmpty {
+            // Re-deliveries (or twins still running): their rows exist, committed after this statement's snapshot perhaps.
+            let existing = try await JobRows.ids(in: "chat_messages", jobIDs: missing, db)
+            for index in stored.indices where stored[index].id == nil { stored[index].id = existing[answers[index].jobID.lowercased()] }
+        }
+        return try zip(answers, stored).map { answer, stored in
+            guard let id = stored.id else { throw StoreError("chat message of job \(answer.jobID) was neither inserted nor found") }
+            var result = stored.answer
+            result.id = id
+            return result
+        }
+    }
+
+    /// The worker's group commit of chat answers (see ``GroupCommit``): the answers of chats ending together are stored
+    /// in one statement.
+    package static func batchedWriter(_ database: PostgresClient) -> GroupCommit<NewChatAnswer, StoredChatAnswer> {
+        GroupCommit(database: database) { answers, database in try await ChatMessages(database).insertMany(answers) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Postgres
 
 package struct Meal: Sendable, Equatable {
@@ -225,25 +226,71 @@ package struct AnalyzedMeal: Sendable, Equatable {
     }
 }
 
+/// An analysis job's meal to store.
+package struct NewAnalyzedMeal: Sendable, Equatable {
+    package var userID: String
+    package var jobID: String
+    package var photoID: Int64
+    package var meal: AnalyzedMeal
+
+    package init(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) {
+        self.userID = userID
+        self.jobID = jobID
+        self.photoID = photoID
+        self.meal = meal
+    }
+
+    func json(_ n: Int) -> JSONValue {
+        [
+            "n": .int(n), "user_id": .string(userID), "job_id": .string(jobID), "photo_id": .int(Int(photoID)),
+            "name": .string(meal.name), "carb_estimate": .double(meal.carbEstimate), "confidence_low": .double(meal.confidenceLow),
+            "confidence_high": .double(meal.confidenceHigh), "confidence_level": .double(meal.confidenceLevel),
+            "analysis": .string(meal.analysis),
+        ]
+    }
+}
+
 extension Meals {
-    /// Writes the analysis job's meal once per job id; returns the meal's id (a re-delivered job finds its meal). The
-    /// scan its photo reserved is charged by the queue when the job's success is recorded.
-    package func insertOnce(userID: String, jobID: String, photoID: Int64, meal: AnalyzedMeal) async throws -> Int64 {
+    /// Writes each analysis job's meal once per job id, in one statement (one round trip, one commit, atomic on its
+    /// own): the worker's group commit (``batchedWriter(_:)``) writes the meals of the analyses that end together with
+    /// it. Returns the meals' ids in order (a re-delivered job finds its meal). The scan a photo reserved is charged by
+    /// the queue when the job's success is recorded.
+    package func insertMany(_ meals: [NewAnalyzedMeal]) async throws -> [Int64] {
+        guard !meals.isEmpty else { return [] }
+        let input = JSONValue.array(meals.enumerated().map { $1.json($0) })
         let rows = try await db.query(
             """
-            INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,
-                               confidence_level, analysis)
-            VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
-            ON CONFLICT (job_id) DO NOTHING RETURNING id
+            WITH input AS (
+                SELECT * FROM jsonb_to_recordset($1::jsonb) AS t(n int, user_id text, job_id uuid, photo_id bigint, name text,
+                    carb_estimate double precision, confidence_low double precision, confidence_high double precision,
+                    confidence_level double precision, analysis text)
+            ), inserted AS (
+                INSERT INTO meals (user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high,
+                                   confidence_level, analysis)
+                SELECT user_id, job_id, photo_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis
+                FROM input ORDER BY n
+                ON CONFLICT (job_id) DO NOTHING RETURNING id, job_id
+            )
+            SELECT i.n, i.job_id::text AS job_id, (SELECT id FROM inserted s WHERE s.job_id = i.job_id) AS id
+            FROM input i ORDER BY i.n
             """,
-            [
-                userID, jobID, photoID, meal.name, meal.carbEstimate, meal.confidenceLow, meal.confidenceHigh, meal.confidenceLevel,
-                meal.analysis,
-            ])
-        if let row = rows.first, let id: Int64 = try row.decode("id") { return id }
-        // A re-delivery (or a twin still running): the meal exists, committed after this statement's snapshot perhaps.
-        let existing = try await db.query("SELECT id FROM meals WHERE job_id = $1::uuid", [jobID])
-        guard let row = existing.first else { throw StoreError("meal of job \(jobID) was neither inserted nor found") }
-        return try row.decode("id")
+            [input.jsonString])
+        var ids: [Int64?] = try rows.map { try $0.decode("id") }
+        guard ids.count == meals.count else { throw StoreError("\(meals.count) meals stored as \(ids.count) rows") }
+        let missing = zip(meals, ids).filter { $1 == nil }.map(\.0.jobID)
+        if !missing.isEmpty {
+            // Re-deliveries (or twins still running): their meals exist, committed after this statement's snapshot perhaps.
+            let existing = try await JobRows.ids(in: "meals", jobIDs: missing, db)
+            for index in ids.indices where ids[index] == nil { ids[index] = existing[meals[index].jobID.lowercased()] }
+        }
+        return try zip(meals, ids).map { meal, id in
+            guard let id else { throw StoreError("meal of job \(meal.jobID) was neither inserted nor found") }
+            return id
+        }
+    }
+
+    /// The worker's group commit of analysed meals (see ``GroupCommit``).
+    package static func batchedWriter(_ database: PostgresClient) -> GroupCommit<NewAnalyzedMeal, Int64> {
+        GroupCommit(database: database) { meals, database in try await Meals(database).insertMany(meals) }
     }
 }

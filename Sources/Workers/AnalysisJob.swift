@@ -54,10 +54,13 @@ package struct AnalysisJob: JobKind {
 
     let services: WorkerServices
     let ai: AIClient
+    /// The meals of the analyses that end together, written in one statement and one commit.
+    let meals: GroupCommit<NewAnalyzedMeal, Int64>
 
     package init(services: WorkerServices) {
         self.services = services
         self.ai = AIClient(services: services)
+        self.meals = Meals.batchedWriter(services.database)
     }
 
     /// The async steps only, like ``ChatJob``'s: this frame is kept while the model thinks.
@@ -67,8 +70,8 @@ package struct AnalysisJob: JobKind {
         await context.events.progress("model_asked")
         let meal = try Self.validate(await ai.complete(Estimate.self, request))
         await context.events.progress("answer_parsed")
-        let mealID = try await Meals(services.database).insertOnce(
-            userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal)
+        let mealID = try await meals.submit(
+            NewAnalyzedMeal(userID: parameters.userId, jobID: context.id.rawValue, photoID: parameters.photoId, meal: meal))
         return Self.result(mealID, meal)
     }
 

@@ -35,10 +35,13 @@ package struct ChatJob: JobKind {
 
     let services: WorkerServices
     let ai: AIClient
+    /// The answers of the chats that end together, stored in one statement and one commit.
+    let answers: GroupCommit<NewChatAnswer, StoredChatAnswer>
 
     package init(services: WorkerServices) {
         self.services = services
         self.ai = AIClient(services: services)
+        self.answers = ChatMessages.batchedWriter(services.database)
     }
 
     /// The async steps only: the request is built and the answer tidied in functions of their own, so this frame,
@@ -57,9 +60,10 @@ package struct ChatJob: JobKind {
             ? try await streamedAnswer(parameters.message, context.events)
             : try await ai.complete(Answer.self, Self.request(parameters.message, ai))
         let reply = try Self.tidy(answer)
-        let stored = try await ChatMessages(services.database).insertOnce(
-            userID: parameters.userId, jobID: context.id.rawValue, messageID: parameters.messageId, message: parameters.message,
-            response: reply.response, messageType: reply.messageType, followUps: reply.followUpQuestions)
+        let stored = try await answers.submit(
+            NewChatAnswer(
+                userID: parameters.userId, jobID: context.id.rawValue, messageID: parameters.messageId, message: parameters.message,
+                response: reply.response, messageType: reply.messageType, followUps: reply.followUpQuestions))
         return Self.result(reply, stored)
     }
 
