@@ -145,8 +145,9 @@ for delay in $delays; do
     start_model "$delay"
     for run in $(seq "$runs"); do
         for kind in $kinds; do
-            for level in $carbscan_levels; do run_carbscan "$kind" "$level" "$delay" "$run" | tee -a "$work/results" >&2; done
-            for level in $sidekiq_levels; do run_sidekiq "$kind" "$level" "$delay" "$run" | tee -a "$work/results" >&2; done
+            # In this shell, not a pipeline's subshell: the workers a run starts must reach `pids` for the cleanup.
+            for level in $carbscan_levels; do run_carbscan "$kind" "$level" "$delay" "$run" >>"$work/results"; tail -n 1 "$work/results" >&2; done
+            for level in $sidekiq_levels; do run_sidekiq "$kind" "$level" "$delay" "$run" >>"$work/results"; tail -n 1 "$work/results" >&2; done
         done
     done
     kill "$model_pid"

@@ -140,6 +140,8 @@ def main():
         "redis_cores": round(tree_delta(redis0, redis1) / seconds, 2),
         "model_cores": round((server_cpu1 - server_cpu0) / seconds, 2),
         "peak_rss_mb": round(sum(hwm_kb(p) for p in pids) / 1024),
+        "peak_rss_mb_per_process": round(max(hwm_kb(p) for p in pids) / 1024),
+        "postgres_cpu_us_per_job": round(tree_delta(pg0, pg1) * 1e6 / args.jobs),
         "peak_in_flight": model["peakInFlight"], "model_requests": model["requests"],
         "model_cpu_us_per_request": round((server_cpu1 - server_cpu0) * 1e6 / max(1, model["requests"])),
         **{f"{name}_cores": round(tree_delta(extra0[name], extra1[name]) / seconds, 3) for name in extra0},
