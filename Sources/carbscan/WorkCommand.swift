@@ -25,12 +25,14 @@ struct WorkCommand: AsyncParsableCommand {
     )
     var queues: String?
 
-    /// 1000: two workers drained 50,000 noop jobs 23% faster than at 100 (43.3k against 35.2k jobs/s, medians of 5
-    /// alternated runs of `ops/bench/concurrency.sh`, 2026-11-25), and a worker waiting 1 s on the AI model for each chat
-    /// can finish 1,000 a second instead of 100. Jobs that keep a Postgres connection are held to their queues'
-    /// limits (maintenance: 4); the AI kinds hold one only for a statement.
+    /// 2500: a worker waiting 1 s on the AI model for each chat can finish 2,500 a second instead of 1,000. Two workers
+    /// did 5,000 chats against a 1 s model at 2,543/s against 1,346/s at 1000, each at 104 MB instead of 74 MB
+    /// (`ops/bench/same-work.sh`, 2026-11-27), and drained 50,000 noop jobs no slower (31,958 against 29,890 jobs/s,
+    /// medians of 3 alternated runs of `ops/bench/concurrency.sh`). Jobs that keep a Postgres connection are held to
+    /// their queues' limits (maintenance: 4); the AI kinds hold one only for a statement, and their answers share
+    /// statements (group commit). The engine's own default (`WorkerOptions`) stays 1000.
     @Option(help: "Jobs run at once in this process.")
-    var concurrency: Int = WorkerOptions.defaultConcurrency
+    var concurrency: Int = 2500
 
     /// 16: with the default limits (maintenance queue_limit 4) no job that keeps a connection waits for one, and
     /// two workers and the API stay well within Postgres's default max_connections of 100.

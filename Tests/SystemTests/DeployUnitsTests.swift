@@ -106,7 +106,7 @@ import Testing
             // A worker logs its start after it joined the queue's group (and one more Redis call): wait for the lines.
             #expect(try await eventually { !startLine(workerA).isEmpty && !startLine(workerB).isEmpty })
             #expect(startLine(workerA).contains(#""queues":"default""#), "\(workerA.process.output)")
-            #expect(startLine(workerA).contains(#""concurrency":"1000""#), "\(workerA.process.output)")
+            #expect(startLine(workerA).contains(#""concurrency":"2500""#), "\(workerA.process.output)")
             #expect(["ai", "default", "maintenance"].allSatisfy(startLine(workerB).contains), "\(workerB.process.output)")
 
             // Jobs enqueued with the operator's command and the units' environment file: quick ones that every worker

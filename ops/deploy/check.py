@@ -174,8 +174,9 @@ if "${WORKER_GRACE}" not in worker_unit["ExecStart"]:
     problem("carbscan-worker@.service: ExecStart does not pass --grace ${WORKER_GRACE}")
 if int(worker_unit["TimeoutStopSec"]) != unit_grace + GRACE_MARGIN:
     problem(f"carbscan-worker@.service: TimeoutStopSec={worker_unit['TimeoutStopSec']}, expected --grace {unit_grace} + {GRACE_MARGIN}")
-if int(worker_unit.get("LimitNOFILE", "0")) < 1000 + 256:
-    problem("carbscan-worker@.service: LimitNOFILE below what --concurrency 1000 needs (1000 + 256)")
+unit_concurrency = int(unit_env["WORKER_CONCURRENCY"])
+if int(worker_unit.get("LimitNOFILE", "0")) < unit_concurrency + 256:
+    problem(f"carbscan-worker@.service: LimitNOFILE below what --concurrency {unit_concurrency} needs ({unit_concurrency} + 256)")
 procfile_worker = next(l for l in (HERE / "Procfile").read_text().splitlines() if l.startswith("worker:"))
 procfile_grace = re.search(r"--grace[ =](\d+)", procfile_worker)
 if not procfile_grace or int(procfile_grace.group(1)) != unit_grace:
