@@ -30,6 +30,24 @@ import Testing
         }
     }
 
+    /// A writer whose batch starting with key 0 waits in its statement until `rows` all wait behind it, and their tasks.
+    /// `write` is what the writer does with each batch (after the wait).
+    static func arriving(
+        _ rows: [Row], on db: PostgresClient, write: @escaping GroupCommit<Row, Int64>.Write = { try await insert($0, $1) }
+    ) async throws -> (writer: GroupCommit<Row, Int64>, held: Task<Int64, any Error>, rows: [Task<Int64, any Error>]) {
+        let gate = Gate()
+        let writer = GroupCommit<Row, Int64>(database: db) { batch, db in
+            if batch.first?.key == 0 { await gate.wait() }
+            return try await write(batch, db)
+        }
+        let held = Task { try await writer.submit(Row(key: 0, grams: 1)) }
+        while writer.stats.batches == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let tasks = rows.map { row in Task { try await writer.submit(row) } }
+        while writer.waiting < rows.count { try await Task.sleep(for: .milliseconds(5)) }
+        gate.open()
+        return (writer, held, tasks)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aLoneWriteGoesAtOnceAndAlone() async throws {
         try await Self.withPortions { db in
@@ -46,15 +64,7 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func writesArrivingDuringAWriteShareTheNextStatement() async throws {
         try await Self.withPortions { db in
-            let gate = Gate()
-            let writer = GroupCommit<Row, Int64>(database: db) { rows, db in
-                if rows.first?.key == 0 { await gate.wait() }
-                return try await Self.insert(rows, db)
-            }
-            let held = Task { try await writer.submit(Row(key: 0, grams: 1)) }
-            let others = (1...20).map { key in Task { try await writer.submit(Row(key: key, grams: key)) } }
-            while writer.waiting < 20 { try await Task.sleep(for: .milliseconds(5)) }
-            gate.open()
+            let (writer, held, others) = try await Self.arriving((1...20).map { Row(key: $0, grams: $0) }, on: db)
             _ = try await held.value
             for (key, task) in zip(1..., others) {
                 let id = try await task.value
@@ -70,16 +80,8 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func aBadRowFailsOnlyItsOwnCaller() async throws {
         try await Self.withPortions { db in
-            let gate = Gate()
-            let writer = GroupCommit<Row, Int64>(database: db) { rows, db in
-                if rows.first?.key == 0 { await gate.wait() }
-                return try await Self.insert(rows, db)
-            }
-            let held = Task { try await writer.submit(Row(key: 0, grams: 1)) }
             let rows = [Row(key: 1, grams: 5), Row(key: 2, grams: -5), Row(key: 3, grams: 7)]
-            let others = rows.map { row in Task { try await writer.submit(row) } }
-            while writer.waiting < 3 { try await Task.sleep(for: .milliseconds(5)) }
-            gate.open()
+            let (writer, held, others) = try await Self.arriving(rows, on: db)
             _ = try await held.value
             _ = try await others[0].value
             await #expect(throws: PostgresError.self) { try await others[1].value }
@@ -95,15 +97,9 @@ import Testing
     @Test(.timeLimit(.minutes(1)))
     func anOutageFailsTheBatchOnce() async throws {
         try await Self.withPortions { db in
-            let gate = Gate()
-            let writer = GroupCommit<Row, Int64>(database: db) { rows, _ in
-                if rows.first?.key == 0 { await gate.wait() }
+            let (writer, held, others) = try await Self.arriving((1...4).map { Row(key: $0, grams: $0) }, on: db) { _, _ in
                 throw PostgresError(.connection, "connect to 127.0.0.1:1: connection refused")
             }
-            let held = Task { try await writer.submit(Row(key: 0, grams: 1)) }
-            let others = (1...4).map { key in Task { try await writer.submit(Row(key: key, grams: key)) } }
-            while writer.waiting < 4 { try await Task.sleep(for: .milliseconds(5)) }
-            gate.open()
             await #expect(throws: PostgresError.self) { try await held.value }
             for task in others { await #expect(throws: PostgresError.self) { try await task.value } }
             #expect(writer.stats == .init(batches: 2, items: 5, largest: 4))
