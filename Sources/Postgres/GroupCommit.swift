@@ -78,7 +78,9 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
                 return state.take(maxBatch)
             }
             // The writer outlives no caller: it ends when nothing waits. Its task is not the caller's, so cancelling
-            // one job never abandons its neighbours' statement half-way.
+            // one job never abandons its neighbours' statement half-way (a job that timed out meanwhile finds its row
+            // when it is retried). It inherits the first caller's task-locals: a traced batch's statement is a span of
+            // that job's trace.
             if let batch { Task { await self.writeWhileWaiting(batch) } }
         }
     }
