@@ -37,6 +37,9 @@ public struct PrivateCluster: Sendable {
             guard create.terminationStatus == 0 else { throw ServerError("redis-cli --cluster create exited \(create.terminationStatus)") }
             let cluster = PrivateCluster(nodes: nodes, directory: directory)
             guard cluster.waitUntilOK(timeout: 30) else { throw ServerError("the private cluster never reported cluster_state:ok") }
+            // cluster_state:ok comes before the replicas' first sync; a durable write (`WAIT`) then timed out on a loaded
+            // CI machine. Tests start with every replica copying its master.
+            guard cluster.waitUntilReplicating(timeout: 30) else { throw ServerError("a replica of the private cluster never synced") }
             return cluster
         } catch {
             for node in nodes { node.stop() }
@@ -66,6 +69,17 @@ public struct PrivateCluster: Sendable {
         while Date() < deadline {
             let states = nodes.filter { !dead.contains($0.port) }.map { Self.cli($0.port, "CLUSTER", "INFO") }
             if states.allSatisfy({ $0.contains("cluster_state:ok") }) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    /// True once every replica says `master_link_status:up` (its first sync done).
+    public func waitUntilReplicating(timeout: TimeInterval) -> Bool {
+        let deadline = Date() + timeout
+        while Date() < deadline {
+            let replication = nodes.map { Self.cli($0.port, "INFO", "replication") }
+            if replication.allSatisfy({ !$0.contains("role:slave") || $0.contains("master_link_status:up") }) { return true }
             usleep(100_000)
         }
         return false
