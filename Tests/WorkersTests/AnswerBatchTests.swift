@@ -104,7 +104,8 @@ import Testing
         }
     }
 
-    /// Meals the same way: one statement for several analyses, the ids in order, a re-delivered job's meal found.
+    /// Meals the same way: one statement for several analyses, the ids in order, a re-delivered job's meal found, a job twice
+    /// in one statement written once.
     @Test func mealsAreWrittenManyToAStatementOncePerJob() async throws {
         try await WorkerTestEnvironment.run { env in
             let user = try await env.createUser()
@@ -125,6 +126,11 @@ import Testing
             }
             #expect(carbs.map(\.0) == [a.rawValue, b.rawValue, c.rawValue])
             #expect(carbs.map(\.1) == [10.5, 20.25, 30])
+            // One job twice in one statement (a twin delivery ending with it): one meal, its id for both.
+            let d = JobID.random()
+            let twins = try await Meals(env.database).insertMany([meal(d, carbs: 40), meal(d, carbs: 41)])
+            #expect(twins[0] == twins[1])
+            #expect(try await env.database.query("SELECT count(*) AS n FROM meals")[0].decode("n", as: Int.self) == 4)
         }
     }
 }
