@@ -97,20 +97,18 @@ extension ChatMessages {
             FROM input i ORDER BY i.n
             """,
             [input.jsonString])
-        var stored: [(id: Int64?, answer: StoredChatAnswer)] = try rows.map { row in
+        var ids: [Int64?] = []
+        let stored: [StoredChatAnswer] = try rows.map { row in
+            ids.append(try row.decode("id"))
             let tier = try row.decode("tier", as: String?.self).map { Tier(rawValue: $0) ?? .free }
-            return (try row.decode("id"), StoredChatAnswer(id: 0, usedOnItsDay: try row.decode("used"), tier: tier))
+            return StoredChatAnswer(id: 0, usedOnItsDay: try row.decode("used"), tier: tier)
         }
         guard stored.count == answers.count else { throw StoreError("\(answers.count) chat answers stored as \(stored.count) rows") }
-        let missing = zip(answers, stored).filter { $1.id == nil }.map(\.0.jobID)
-        if !missing.isEmpty {
-            // Re-deliveries (or twins still running): their rows exist, committed after this statement's snapshot perhaps.
-            let existing = try await JobRows.ids(in: "chat_messages", jobIDs: missing, db)
-            for index in stored.indices where stored[index].id == nil { stored[index].id = existing[answers[index].jobID.lowercased()] }
-        }
-        return try zip(answers, stored).map { answer, stored in
-            guard let id = stored.id else { throw StoreError("chat message of job \(answer.jobID) was neither inserted nor found") }
-            var result = stored.answer
+        // Re-deliveries (or twins still running): their rows exist, committed after this statement's snapshot perhaps.
+        try await JobRows.fillMissing(&ids, jobIDs: answers.map(\.jobID), in: "chat_messages", db)
+        return try zip(answers, zip(ids, stored)).map { answer, row in
+            guard let id = row.0 else { throw StoreError("chat message of job \(answer.jobID) was neither inserted nor found") }
+            var result = row.1
             result.id = id
             return result
         }

@@ -271,18 +271,14 @@ extension Meals {
                 FROM input ORDER BY n
                 ON CONFLICT (job_id) DO NOTHING RETURNING id, job_id
             )
-            SELECT i.n, i.job_id::text AS job_id, (SELECT id FROM inserted s WHERE s.job_id = i.job_id) AS id
+            SELECT i.n, (SELECT id FROM inserted s WHERE s.job_id = i.job_id) AS id
             FROM input i ORDER BY i.n
             """,
             [input.jsonString])
         var ids: [Int64?] = try rows.map { try $0.decode("id") }
         guard ids.count == meals.count else { throw StoreError("\(meals.count) meals stored as \(ids.count) rows") }
-        let missing = zip(meals, ids).filter { $1 == nil }.map(\.0.jobID)
-        if !missing.isEmpty {
-            // Re-deliveries (or twins still running): their meals exist, committed after this statement's snapshot perhaps.
-            let existing = try await JobRows.ids(in: "meals", jobIDs: missing, db)
-            for index in ids.indices where ids[index] == nil { ids[index] = existing[meals[index].jobID.lowercased()] }
-        }
+        // Re-deliveries (or twins still running): their meals exist, committed after this statement's snapshot perhaps.
+        try await JobRows.fillMissing(&ids, jobIDs: meals.map(\.jobID), in: "meals", db)
         return try zip(meals, ids).map { meal, id in
             guard let id else { throw StoreError("meal of job \(meal.jobID) was neither inserted nor found") }
             return id
