@@ -233,7 +233,7 @@ let package = Package(
         .executableTarget(
             name: "carbscan-bench",
             dependencies: [
-                "Queue", "JSON", "Durations", "Redis", "OutboundHTTP",
+                "Queue", "JSON", "Durations", "Redis", "OutboundHTTP", "Postgres", "Store",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

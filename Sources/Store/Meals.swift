@@ -16,6 +16,23 @@ package struct Meal: Sendable, Equatable {
     package var createdAt: Date
     package var updatedAt: Date
 
+    package init(
+        id: Int64, localId: String?, name: String, carbEstimate: Double, confidenceLow: Double? = nil, confidenceHigh: Double? = nil,
+        confidenceLevel: Double? = nil, analysis: String? = nil, photoID: Int64? = nil, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.localId = localId
+        self.name = name
+        self.carbEstimate = carbEstimate
+        self.confidenceLow = confidenceLow
+        self.confidenceHigh = confidenceHigh
+        self.confidenceLevel = confidenceLevel
+        self.analysis = analysis
+        self.photoID = photoID
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
     static let columns =
         "id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, photo_id, created_at, updated_at"
 
@@ -80,7 +97,9 @@ package struct Meals: Sendable {
     /// The tiers' history windows, from `Tier.historyDays` (constants of the code, not user data). The total is
     /// counted once, from the index alone, and the page is read in the index's order up to its last row: a window
     /// count over every meal of the window (`count(*) OVER ()`) made pgbench run this statement 15–40% slower.
-    private static let userPage: String = {
+    /// Its parameters: the user, the sign-in (or NULL), now, limit, offset. Also run, undecoded, by the benchmark
+    /// `carbscan-bench hello-server` (`GET /page`: the floor of `GET /meals` in this stack).
+    package static let userPage: String = {
         let windows = Tier.allCases.compactMap { tier in
             tier.historyDays.map { "WHEN '\(tier.rawValue)' THEN $3::timestamptz - interval '\($0) days'" }
         }

@@ -131,11 +131,15 @@ measure() {
     python3 ops/bench/wrk_result.py "$name" "$work/wrk.txt" >>"$work/results"
 }
 
+user_id=$(psql "$DATABASE_URL" -Atc "SELECT id FROM users WHERE email = '$email'")
+family=$(psql "$DATABASE_URL" -Atc "SELECT family_id FROM refresh_tokens WHERE user_id = '$user_id' LIMIT 1")
 for run in $(seq "$runs"); do
     echo "api bench: run $run of $runs" >&2
     measure hello "http://127.0.0.1:$hello_port/"
     measure hello_redis "http://127.0.0.1:$hello_port/redis"
+    measure hello_enqueue "http://127.0.0.1:$hello_port/enqueue" -s "$work/logins.lua"
     measure hello_post "http://127.0.0.1:$hello_port/body" -s "$work/logins.lua"
+    measure hello_page "http://127.0.0.1:$hello_port/page?user=$user_id&family=$family"
     measure meals "$base/meals" -H "Authorization: Bearer $token"
     if $replica; then
         measure meals_replica "http://127.0.0.1:$replica_api_port/api/mobile/v1/meals" -H "Authorization: Bearer $token"
@@ -148,8 +152,6 @@ done
 # Meals.page(ofUser:liveSession:…): the account's tier and live sign-in, and the page of meals in its window),
 # through pgbench's C client with prepared statements and as many connections, no HTTP and no Swift. Keep the SQL
 # in step with Sources/Store/Meals.swift.
-user_id=$(psql "$DATABASE_URL" -Atc "SELECT id FROM users WHERE email = '$email'")
-family=$(psql "$DATABASE_URL" -Atc "SELECT family_id FROM refresh_tokens WHERE user_id = '$user_id' LIMIT 1")
 cat >"$work/page.sql" <<SQL
 WITH u AS MATERIALIZED (SELECT since, (SELECT count(*) FROM meals WHERE user_id = '$user_id' AND created_at >= COALESCE(since, '-infinity')) AS total FROM (SELECT CASE subscription_tier WHEN 'free' THEN now() - interval '7 days' WHEN 'essentials' THEN now() - interval '30 days' END AS since FROM users WHERE id = '$user_id' AND ('$family'::uuid IS NULL OR NOT EXISTS (SELECT 1 FROM refresh_tokens WHERE family_id = '$family' AND revoked_at IS NOT NULL))) w) SELECT u.since, u.total, m.* FROM u LEFT JOIN LATERAL (SELECT id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, created_at, updated_at FROM meals WHERE user_id = '$user_id' AND created_at >= COALESCE(u.since, '-infinity') ORDER BY created_at DESC, id DESC LIMIT 20 OFFSET 0) m ON true;
 SQL
@@ -187,9 +189,11 @@ names = {"hello": "Hummingbird hello world `GET /`", "meals": "authenticated `GE
          "logins": "enqueueing `POST /logins` (validation + one job into Redis)",
          "chat": "`POST /chat`, `Prefer: respond-async`, 8 pro users (counted, reserved, job accepted in Postgres, enqueued)",
          "hello_redis": "hello world + one `XADD` through the project's Redis client (no auth, no body)",
-         "hello_post": "hello world as `POST /body` with `POST /logins`'s body, read whole (no auth, no parsing)"}
+         "hello_post": "hello world as `POST /body` with `POST /logins`'s body, read whole (no auth, no parsing)",
+         "hello_enqueue": "hello world as `POST /enqueue`: the body read, then `POST /logins`'s job enqueued (its payload, owner and script; no token, parsing, validation or envelope)",
+         "hello_page": "hello world as `GET /page`: `GET /meals`'s statement through the Postgres client (pool of 8), rows not decoded (no token, no envelope)"}
 names["meals_replica"] = "authenticated `GET /meals`, read from a streaming replica (`DATABASE_READ_URL`, `--replica`)"
-for key in [k for k in ["hello", "meals", "meals_replica", "logins", "chat", "hello_redis", "hello_post"] if k in med]:
+for key in [k for k in ["hello", "meals", "meals_replica", "logins", "chat", "hello_redis", "hello_enqueue", "hello_post", "hello_page"] if k in med]:
     rps, p99, bad = med[key]
     ratio = rps / hello
     target = "" if key.startswith("hello") else ("≥ 50% ✓" if ratio >= 0.5 else "≥ 50% ✗")
@@ -205,6 +209,14 @@ if "pg_page" in med:
 lines += ["", f"The enqueueing endpoint's floor: hello world's route plus one Redis command through this project's client, nothing "
           f"else (no token, no body, no validation), does {med['hello_redis'][0]:,.0f}/s = {med['hello_redis'][0] / hello:.0%} of hello world; "
           f"`POST /logins` reaches {med['logins'][0] / med['hello_redis'][0]:.0%} of that."]
+if "hello_enqueue" in med and "hello_page" in med:
+    lines += ["", "What this stack's own clients leave (issue 34, part 5): hello world plus only the work the endpoint cannot skip, "
+              "through the project's Redis and Postgres clients (blocking C calls on their own threads, never on the "
+              "cooperative pool or an event loop), nothing else:",
+              f"- enqueueing `POST /logins`'s job (its script, not one `XADD`): {med['hello_enqueue'][0]:,.0f}/s; "
+              f"`POST /logins` reaches {med['logins'][0] / med['hello_enqueue'][0]:.0%} of it;",
+              f"- `GET /meals`'s statement, rows undecoded: {med['hello_page'][0]:,.0f}/s = {med['hello_page'][0] / ceiling:.0%} of the "
+              f"ceiling above; `GET /meals` reaches {med['meals'][0] / med['hello_page'][0]:.0%} of it."]
 import os
 if "meals_replica" in med:
     lines += ["", f"`GET /meals` read from the replica / from the primary, same runs: {med['meals_replica'][0] / med['meals'][0]:.2f}× "
