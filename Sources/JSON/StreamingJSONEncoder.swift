@@ -196,7 +196,7 @@ final class JSONSlot {
     }
 }
 
-private struct SlotEncoder: Encoder {
+struct SlotEncoder: Encoder {
     let output: JSONOutput
     let slot: JSONSlot
     var codingPath: [any CodingKey] { slot.codingPath }
@@ -217,7 +217,7 @@ private struct SlotEncoder: Encoder {
     }
 
     /// Opens the object or array on first request; asking again returns the same container, as `JSONEncoder` does.
-    private func open(_ kind: JSONSlot.Kind) {
+    func open(_ kind: JSONSlot.Kind) {
         guard slot.kind == .empty else {
             precondition(slot.kind == kind, "a value asked for two different containers")
             return

@@ -43,8 +43,8 @@ package struct PostgresRows: Sendable, RandomAccessCollection {
 
 /// One result row; read its columns with `decode`.
 ///
-/// The decoders are inlinable so that a caller's `decode` is specialized for its type: generic calls across the
-/// module boundary cost a metadata lookup per cell, which showed on a page of meals.
+/// The common column types have concrete `decode` overloads (`PostgresRow+Concrete.swift`), which the type checker
+/// prefers: the generic one reaches other modules unspecialized, though inlinable.
 package struct PostgresRow: Sendable {
     @usableFromInline let storage: PostgresRows.Storage
     @usableFromInline let row: Int
@@ -54,6 +54,12 @@ package struct PostgresRow: Sendable {
     /// Decodes the column named `column`. NULL decodes into an `Optional` only; otherwise it is a `.decoding` error.
     @inlinable
     package func decode<T: PostgresDecodable>(_ column: String, as type: T.Type = T.self) throws(PostgresError) -> T {
+        try value(column, as: type)
+    }
+
+    /// `decode(_:as:)`'s body, under a name the concrete overloads can call without choosing themselves.
+    @inlinable
+    func value<T: PostgresDecodable>(_ column: String, as type: T.Type) throws(PostgresError) -> T {
         guard let index = storage.indexByName[column] else { throw missingColumn(column) }
         return try decode(index, as: type)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Store
 import Testing
 
 @testable import API
@@ -105,6 +106,45 @@ import Testing
         } throws: { error in
             guard case EncodingError.invalidValue(_, let context) = error else { return false }
             return context.codingPath.map(\.stringValue) == ["values", "Index 1"]
+        }
+    }
+}
+
+/// `MealDTO` writes itself straight into the API's encoder (`streamingObject`) and through the keyed container into
+/// any other: both give the same members, in the declared order, nil members as `null`.
+@Suite struct MealDTOEncodingTests {
+    static let created = Date(timeIntervalSince1970: 1_732_233_600.25)
+    static let full = MealDTO(
+        Meal(
+            id: 7, localId: "m1", name: "Pasta \"al dente\" / 🍝", carbEstimate: 62.5, confidenceLevel: 0.853, photoID: 3,
+            createdAt: created, updatedAt: created.addingTimeInterval(60)))
+    static let bare = MealDTO(Meal(id: 8, localId: nil, name: "Apple", carbEstimate: 25, createdAt: created, updatedAt: created))
+
+    @Test func writesTheKeyedMembersStraight() throws {
+        for meal in [Self.full, Self.bare] {
+            let ours = try StreamingJSONEncoder.api.encode([meal])
+            let foundation = try StreamingJSONEncoderTests.foundation([meal])
+            #expect(try StreamingJSONEncoderTests.parsed(ours) == StreamingJSONEncoderTests.parsed(foundation))
+        }
+        let text = String(decoding: try StreamingJSONEncoder.api.encode(Self.bare), as: UTF8.self)
+        #expect(
+            text
+                == #"{"id":8,"localId":null,"name":"Apple","carbEstimate":25,"confidenceLevel":null,"imageUrl":null,"#
+                + #""createdAt":"2024-11-22T00:00:00.250Z","updatedAt":"2024-11-22T00:00:00.250Z"}"#)
+        let full = String(decoding: try StreamingJSONEncoder.api.encode(Self.full), as: UTF8.self)
+        #expect(full.hasPrefix(#"{"id":7,"localId":"m1","name":"Pasta \"al dente\" / 🍝","carbEstimate":62.5,"confidenceLevel":"0.85","#))
+        #expect(full.contains(#""imageUrl":"/api/mobile/v1/meals/7/image","#))
+    }
+
+    @Test func refusesANonFiniteEstimateNamingIt() throws {
+        var meal = Self.bare
+        meal.carbEstimate = Double.infinity
+        let page: [String: [MealDTO]] = ["meals": [meal]]
+        #expect {
+            try StreamingJSONEncoder.api.encode(page)
+        } throws: { error in
+            guard case EncodingError.invalidValue(_, let context) = error else { return false }
+            return context.codingPath.map(\.stringValue) == ["meals", "Index 0", "carbEstimate"]
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Store
 
 /// The user as the seed shows it (`auth/apple`, `auth/me`).
@@ -28,11 +29,11 @@ struct UserDTO: Encodable {
 /// `imageUrl` is the path of its photo (`GET meals/{id}/image`) while the photo is kept, null without one.
 struct MealDTO: Encodable {
     var id: Int64
-    @Nullable var localId: String?
+    var localId: String?
     var name: String
     var carbEstimate: Double
-    @Nullable var confidenceLevel: String?
-    @Nullable var imageUrl: String?
+    var confidenceLevel: String?
+    var imageUrl: String?
     var createdAt: Date
     var updatedAt: Date
 
@@ -45,6 +46,36 @@ struct MealDTO: Encodable {
         imageUrl = meal.photoID == nil ? nil : MealsRoutes.imagePath(ofMeal: meal.id)
         createdAt = meal.createdAt
         updatedAt = meal.updatedAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, localId, name, carbEstimate, confidenceLevel, imageUrl, createdAt, updatedAt
+    }
+
+    /// Nil members are written as `null`, as seed 001's bodies have them. A page holds up to 100 meals, so the API's
+    /// encoder gets them written straight (`streamingObject`); any other encoder, the same members through the keyed
+    /// container (`MealDTOEncodingTests` holds the two to one output).
+    func encode(to encoder: any Encoder) throws {
+        if let object = encoder.streamingObject() {
+            object.write(CodingKeys.id.rawValue, id)
+            object.write(CodingKeys.localId.rawValue, localId)
+            object.write(CodingKeys.name.rawValue, name)
+            try object.write(CodingKeys.carbEstimate.rawValue, carbEstimate)
+            object.write(CodingKeys.confidenceLevel.rawValue, confidenceLevel)
+            object.write(CodingKeys.imageUrl.rawValue, imageUrl)
+            object.write(CodingKeys.createdAt.rawValue, createdAt)
+            object.write(CodingKeys.updatedAt.rawValue, updatedAt)
+            return
+        }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(localId, forKey: .localId)
+        try container.encode(name, forKey: .name)
+        try container.encode(carbEstimate, forKey: .carbEstimate)
+        try container.encode(confidenceLevel, forKey: .confidenceLevel)
+        try container.encode(imageUrl, forKey: .imageUrl)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
     }
 }
 
