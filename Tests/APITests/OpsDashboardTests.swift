@@ -259,4 +259,36 @@ import carbscan
             #expect(live.text.contains(#""latencySeconds":0"#))
         }
     }
+
+    /// A queue limited across processes shows its permits held of the limit, on the pages and in the live numbers;
+    /// a queue without a limit shows none.
+    @Test func queuesShowTheirPermitsHeldOfTheGlobalLimit() async throws {
+        let jobs = FileManager.default.temporaryDirectory.appendingPathComponent("ops-permits-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: jobs, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: jobs) }
+        let shipped = TestServices.repositoryRoot.appendingPathComponent("jobs")
+        for file in try FileManager.default.contentsOfDirectory(atPath: shipped.path) where file.hasSuffix(".yml") {
+            var text = try String(contentsOf: shipped.appendingPathComponent(file), encoding: .utf8)
+            if file == "noop.yml" { text += "\nglobal_limit: 3\n" }
+            try text.write(to: jobs.appendingPathComponent(file), atomically: true, encoding: .utf8)
+        }
+        try await TestAPI.run(environment: Ops.environment, jobsDirectory: jobs.path) { api, client in
+            let queue = "default"
+            #expect(api.queue.catalog.globalLimits[queue] == 3)
+            let page = try await client.ops(.get, "/ops/queues")
+            #expect(page.text.contains(#"<td class="num" data-live="permits">0 / 3</td>"#))
+            #expect(page.text.contains(#"<td class="num" data-live="permits">–</td>"#))
+            // A worker holding a permit for a running job: the count follows.
+            _ = try await api.queue.enqueue("noop", payload: ["sleepMs": 3000])
+            let (worker, task) = api.startWorker(queue: queue)
+            let held = try await eventually {
+                try await client.ops(.get, "/ops/live.json").text.contains(#""permits":"1 \/ 3""#)
+            }
+            worker.stop()
+            try await task.value
+            #expect(held)
+            let overview = try await client.ops(.get, "/ops/")
+            #expect(overview.text.contains(#"data-live="permits">0 / 3<"#))
+        }
+    }
 }

@@ -128,6 +128,8 @@ struct OpsRoutes: Sendable {
         var latencySeconds: Double
         var paused: Bool
         var canPause: Bool
+        /// `held / limit` of the queue's limit across processes (`global_limit:`), `–` without one.
+        var permits: String
     }
 
     private func queueRows() async throws -> [QueueRow] {
@@ -135,14 +137,21 @@ struct OpsRoutes: Sendable {
         async let latencies = queue.latencies()
         async let pausedQueues = QueueControl(queue: queue).pausedQueues()
         let (counts, waits, paused) = try await (stats, latencies, pausedQueues)
-        return counts.map { stat in
+        let limits = queue.catalog.globalLimits
+        var rows: [QueueRow] = []
+        for stat in counts {
             let latency = waits[stat.queue] ?? .zero
             let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
-            return QueueRow(
-                name: stat.queue, queued: stat.queued, running: stat.running, scheduled: stat.scheduled, retrying: stat.retrying,
-                dead: stat.dead, succeededTotal: stat.succeededTotal, failedTotal: stat.failedTotal,
-                latency: OpsFormat.span(seconds), latencySeconds: seconds, paused: paused.contains(stat.queue), canPause: true)
+            var permits = "–"
+            if let limit = limits[stat.queue] { permits = "\(try await queue.permitsHeld(queue: stat.queue)) / \(limit)" }
+            rows.append(
+                QueueRow(
+                    name: stat.queue, queued: stat.queued, running: stat.running, scheduled: stat.scheduled, retrying: stat.retrying,
+                    dead: stat.dead, succeededTotal: stat.succeededTotal, failedTotal: stat.failedTotal,
+                    latency: OpsFormat.span(seconds), latencySeconds: seconds, paused: paused.contains(stat.queue), canPause: true,
+                    permits: permits))
         }
+        return rows
     }
 
     private func overview(_ identity: OpsIdentity) async throws -> Response {
@@ -179,6 +188,7 @@ struct OpsRoutes: Sendable {
                 var queued, running, scheduled, retrying, dead, succeededTotal, failedTotal: Int
                 var latencySeconds: Double
                 var paused: Bool
+                var permits: String
             }
             var at: Int64
             var queues: [Queue]
@@ -190,7 +200,7 @@ struct OpsRoutes: Sendable {
                 .init(
                     name: $0.name, queued: $0.queued, running: $0.running, scheduled: $0.scheduled, retrying: $0.retrying,
                     dead: $0.dead, succeededTotal: $0.succeededTotal, failedTotal: $0.failedTotal, latencySeconds: $0.latencySeconds,
-                    paused: $0.paused)
+                    paused: $0.paused, permits: $0.permits)
             })
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"

@@ -66,7 +66,7 @@ struct TestAPI: Sendable {
     static func run<T: Sendable>(
         apple: Bool = true, environment: [String: String] = [:], live: Bool = false, faults: Bool = false,
         redisURL: String = TestServices.redisURL, replica: String? = nil,
-        replicaOptions: PostgresReadReplicas.Options = .init(checkInterval: .milliseconds(100)),
+        replicaOptions: PostgresReadReplicas.Options = .init(checkInterval: .milliseconds(100)), jobsDirectory: String? = nil,
         _ body: @Sendable (TestAPI, any TestClientProtocol) async throws -> T
     ) async throws -> T {
         await RunLimiter.shared.acquire()
@@ -104,7 +104,7 @@ struct TestAPI: Sendable {
         }
         do {
             try await Schema.migrate(database, logger: logger)
-            let catalog = try JobCatalog.load(directory: TestServices.repositoryRoot.appendingPathComponent("jobs").path)
+            let catalog = try JobCatalog.load(directory: jobsDirectory ?? TestServices.repositoryRoot.appendingPathComponent("jobs").path)
             let queue = JobQueue(redis: redis, catalog: catalog, options: QueueOptions(prefix: prefix))
             var env = ["LOGIN_WEBHOOK_URL": "http://127.0.0.1:9/unused", "OIDC_ISSUERS": "http://127.0.0.1:\(jwks.port)/clerk"]
             if apple {

@@ -29,6 +29,7 @@
       if (!row) return;
       const set = (field, text) => { const cell = row.querySelector('[data-live="' + field + '"]'); if (cell) cell.textContent = text; };
       ["queued", "running", "scheduled", "retrying", "dead"].forEach((k) => set(k, String(q[k])));
+      set("permits", q.permits);
       set("latency", formatSeconds(q.latencySeconds));
       set("donePerMinute", perMinute(q.name, "succeededTotal", now));
       set("failedPerMinute", perMinute(q.name, "failedTotal", now));
