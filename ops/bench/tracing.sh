@@ -12,7 +12,8 @@
 # worker's CPU per chat (a consumer span, the model call's client span and the statements' spans per chat); then
 # --noops no-op jobs enqueued in bulk (`carbscan jobs enqueue noop --count`) and drained by one `carbscan work` at its
 # defaults (a consumer span per job and nothing else: the queue's own process rate), by drain_measure.py.
-# Medians; writes ops/bench/results/tracing-<date>.md with the machine's description (BENCH_TAG=x: tracing-<date>-x).
+# serve's CPU per request is read from /proc over each wrk run. Medians; writes ops/bench/results/tracing-<date>.md
+# with the machine's description (BENCH_TAG=x: tracing-<date>-x).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 runs=3 duration=10 chats=4000 noops=100000 modes="off sampled10 sampled100"
@@ -23,7 +24,7 @@ while (($#)); do
         --chats) chats=$2; shift 2 ;;
         --noops) noops=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        *) sed -n '2,15p' "$0" >&2; exit 64 ;;
+        *) sed -n '2,16p' "$0" >&2; exit 64 ;;
     esac
 done
 # shellcheck source=ops/prelude.sh
@@ -48,7 +49,7 @@ postmaster=$(psql -Atq "$DATABASE_URL" -c "SELECT pid FROM pg_stat_activity WHER
 
 # The shipped job files with the AI bucket out of the way (as slow-provider.sh does).
 mkdir "$work/jobs" && cp jobs/*.yml "$work/jobs/"
-sed -i 's/^rate_limit: { name: ai, .*}/rate_limit: { name: ai, per_second: 1000000, burst: 1000000 }/' "$work/jobs/chat.yml"
+sed -i 's/^rate_limit: { name: ai, .*}/rate_limit: { name: ai, per_second: 1000000, burst: 1000000 }/' "$work/jobs/chat.yml" "$work/jobs/analysis.yml"
 export CARBSCAN_JOBS_DIR=$work/jobs LOG_LEVEL=warning JWT_SECRET=bench-secret-bench-secret-bench-secret
 export LOGIN_WEBHOOK_URL=http://127.0.0.1:9
 "$bin_dir/carbscan" migrate >&2
@@ -75,6 +76,18 @@ in_mode() {
     started_pid=$!
 }
 
+# wait_for_serve: until `serve` (pid in $serve) answers; stops the script, with serve's log, if it exited (a bad job
+# file once left this waiting forever).
+wait_for_serve() {
+    until curl -sf -o /dev/null "$base/health"; do
+        kill -0 "$serve" 2>/dev/null || { tail -3 "$work/serve.log" >&2; exit 1; }
+        sleep 0.1
+    done
+}
+
+# cpu_ticks PID: the process's user + system CPU so far, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 cat >"$work/logins.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
@@ -86,12 +99,15 @@ export CARBSCAN_PREFIX=bench-tracing-$$
 "$bin_dir/carbscan" serve --port "$api_port" >"$work/serve.log" 2>&1 &
 serve=$!
 base=http://127.0.0.1:$api_port/api/mobile/v1
-until curl -sf -o /dev/null "$base/health"; do sleep 0.1; done
+wait_for_serve
 email="bench-tracing-$(date +%s%N)@example.com"
 token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
     -d "{\"email\":\"$email\",\"password\":\"bench password\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
 meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
 curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
+# Meals are shown for 7 days on the free tier: make them recent, so the page holds 20 (from 2026-11-28 on, the dates
+# above left it empty).
+psql -q "$DATABASE_URL" -c "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
 kill "$serve" && wait "$serve" 2>/dev/null || true
 
 for run in $(seq "$runs"); do
@@ -99,11 +115,18 @@ for run in $(seq "$runs"); do
         echo "tracing: run $run of $runs, $mode" >&2
         in_mode "$mode" "$bin_dir/carbscan" serve --port "$api_port" >>"$work/serve.log" 2>&1
         serve=$started_pid
-        until curl -sf -o /dev/null "$base/health"; do sleep 0.1; done
+        wait_for_serve
+        # serve's own CPU (utime + stime, in clock ticks) over each wrk run: a cost per request that the machine's
+        # noise moves far less than the request rate.
+        ticks0=$(cpu_ticks "$serve")
         wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" "$base/meals" >"$work/wrk.txt"
+        ticks1=$(cpu_ticks "$serve")
         python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/meals"
+        echo "$mode $((ticks1 - ticks0))" >>"$work/meals_ticks"
         wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" -s "$work/logins.lua" "$base/logins" >"$work/wrk.txt"
+        ticks2=$(cpu_ticks "$serve")
         python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/logins"
+        echo "$mode $((ticks2 - ticks1))" >>"$work/logins_ticks"
         kill "$serve" && wait "$serve" 2>/dev/null || true
         # Chats: seeded straight into Postgres and Redis, then drained by one worker in this mode.
         export CARBSCAN_PREFIX=bench-tracing-$run-$mode-$$
@@ -152,6 +175,19 @@ def wrk_rows(name):
         rows.setdefault(mode, []).append((float(rps), float(p99), int(bad)))
     return rows
 meals, logins, chats, noops = wrk_rows("meals"), wrk_rows("logins"), {}, {}
+import os
+clock_ticks = os.sysconf("SC_CLK_TCK")
+def cpu_per_request(name, rows):
+    # serve's CPU over each wrk run (in the order the runs were written) per request it answered, µs.
+    per_mode, seen = {}, {}
+    for line in open(f"{work}/{name}_ticks"):
+        mode, ticks = line.split()
+        index = seen.get(mode, 0)
+        seen[mode] = index + 1
+        rps = rows[mode][index][0]
+        per_mode.setdefault(mode, []).append(int(ticks) / clock_ticks * 1e6 / (rps * int(duration)))
+    return per_mode
+meals_cpu, logins_cpu = cpu_per_request("meals", meals), cpu_per_request("logins", logins)
 for name, rows in (("chats", chats), ("noops", noops)):
     for line in open(f"{work}/{name}"):
         mode, text = line.split(" ", 1)
@@ -175,16 +211,21 @@ lines = [f"# Tracing cost, {datetime.date.today().isoformat()}", "", f"Machine: 
          f"processor at its defaults. wrk -t2 -c32 for {duration} s per endpoint against one `carbscan serve`; "
          f"{chats_per_run} chats drained by one `carbscan work --queues ai` at its defaults from a model answering at once; "
          f"{noops_per_run} no-op jobs enqueued in bulk and drained by one `carbscan work` at its defaults.", "",
-         "| tracing | GET /meals req/s | p99 ms | POST /logins req/s | p99 ms | chats/s | worker µs/chat | sink µs/chat | no-op jobs/s | worker µs/job |",
-         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+         "| tracing | GET /meals req/s | p99 ms | serve µs/req | POST /logins req/s | p99 ms | serve µs/req | chats/s | worker µs/chat | sink µs/chat | no-op jobs/s | worker µs/job |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 for mode in [m for m in names if m in meals]:
     rows = chats.get(mode, [])
     m_rps, l_rps = med(r for r, _, _ in meals[mode]), med(r for r, _, _ in logins[mode])
     c_rps = med(r["jobs_per_s"] for r in rows)
     sink_us = med(r["sink_cores"] * r["seconds"] * 1e6 / r["jobs"] for r in rows)
     n_rps = med(r["jobs_per_s"] for r in noops[mode])
+    m_cpu, l_cpu = med(meals_cpu[mode]), med(logins_cpu[mode])
+    m_base, l_base = (med(meals_cpu["off"]), med(logins_cpu["off"])) if "off" in meals_cpu else (None, None)
+    cpu_vs = lambda value, base: f" ({value / base - 1:+.1%})" if base and value != base else ""
     lines.append(f"| {names[mode]} | {m_rps:,.0f}{vs(m_rps, 'meals')} | {med(p for _, p, _ in meals[mode]):.2f} | "
+                 f"{m_cpu:.0f}{cpu_vs(m_cpu, m_base)} | "
                  f"{l_rps:,.0f}{vs(l_rps, 'logins')} | {med(p for _, p, _ in logins[mode]):.2f} | "
+                 f"{l_cpu:.0f}{cpu_vs(l_cpu, l_base)} | "
                  f"{c_rps:,.0f}{vs(c_rps, 'chats')} | {med(r['worker_cpu_us_per_job'] for r in rows):.0f} | {sink_us:.0f} | "
                  f"{n_rps:,.0f}{vs(n_rps, 'noops')} | {med(r['worker_cpu_us_per_job'] for r in noops[mode]):.1f} |")
 lines += ["", f"The sink received {sink['requests']:,} export requests, {sink['bytes'] / 1e6:,.1f} MB in all.", "", "Per run:", ""]
