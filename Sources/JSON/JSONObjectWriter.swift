@@ -4,7 +4,8 @@ import Foundation
 /// through it, each member costs a boxed call and a generic metadata lookup, which on a page of 20 meals was 14% of
 /// `GET /meals`'s CPU (perf, 2026-11-28). A type whose encoding is that hot asks its encoder for one
 /// (``Swift/Encoder/streamingObject()``) and falls back to its keyed encoding when it gets none, so it still encodes
-/// through any other encoder; a test holds the two to the same output.
+/// through any other encoder; a test holds the two to the same output. It writes the member types `MealDTO` has; add
+/// others as a hot type needs them.
 public struct JSONObjectWriter {
     let output: JSONOutput
     let slot: JSONSlot
@@ -30,16 +31,6 @@ public struct JSONObjectWriter {
         output.writeInteger(value)
     }
 
-    public func write(_ key: String, _ value: Int) {
-        begin(key)
-        output.writeInteger(value)
-    }
-
-    public func write(_ key: String, _ value: Bool) {
-        begin(key)
-        output.writeBool(value)
-    }
-
     /// Non-finite numbers are refused, as by the keyed container.
     public func write(_ key: String, _ value: Double) throws {
         begin(key)
@@ -51,12 +42,6 @@ public struct JSONObjectWriter {
         output.bytes.append(UInt8(ascii: "\""))
         output.writeDate(value, &output.bytes)
         output.bytes.append(UInt8(ascii: "\""))
-    }
-
-    /// Any other value, through its own `encode(to:)`.
-    public func write<T: Encodable>(_ key: String, _ value: T) throws {
-        begin(key)
-        try output.write(value, parent: slot, key: MemberKey(key))
     }
 }
 
