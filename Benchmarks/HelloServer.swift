@@ -13,7 +13,7 @@ import Store
 /// if everything else were free):
 /// - `GET /redis`: one command (an `XADD` to a capped stream), the least an enqueueing endpoint does;
 /// - `POST /enqueue`: the request body read whole, then the `login-webhook` job `POST /logins` enqueues (the same
-///   payload, owner and script), without a token, parsing, validation or an envelope;
+///   payload and owner, so the same `MULTI`…`EXEC`), without a token, parsing, validation or an envelope;
 /// - `POST /body`: the request body read whole (what a JSON endpoint's body costs Hummingbird, before any parsing);
 /// - `GET /page?user=ID&family=UUID`: the statement of `GET /meals` (a page of 20 meals with the account check) through
 ///   the Postgres client's pool of 8, its rows read off the connection but not decoded, and no token or envelope.

@@ -3,10 +3,12 @@
 #   ops/bench/api.sh [--runs N] [--duration SECONDS] [--connections C] [--replica]   (defaults 3, 10, 32; figures are medians)
 # Measures, with wrk on loopback: GET / of `carbscan-bench hello-server`, and its GET /redis (the same plus one XADD
 # through the project's Redis client: the floor of any enqueueing endpoint) and POST /body (the same hello world
-# reading POST /logins's body whole); an authenticated GET /meals (JWT check,
-# session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check, validation, one
-# job into Redis); POST chat with `Prefer: respond-async` from 8 pro users (the chat counted and reserved and its job
-# written to the outbox in one transaction, then enqueued and the row deleted: the transactional enqueue's path).
+# reading POST /logins's body whole), POST /enqueue and GET /page (hello world plus POST /logins's enqueue, plus
+# GET /meals's statement with its rows undecoded: the floors this stack's own clients leave); an authenticated
+# GET /meals (JWT check, session check and a page of 20 meals from Postgres); an enqueueing POST /logins (JWT check,
+# validation, one job into Redis); POST chat with `Prefer: respond-async` from 8 pro users (the chat counted and
+# reserved and its job written to the outbox in one transaction, then enqueued and the row deleted: the transactional
+# enqueue's path).
 # Writes ops/bench/results/api-<date>.md with the machine's description; BENCH_TAG=x names it api-<date>-x, so several
 # runs of one day are kept. BENCH_REDIS_URL runs the API's queue on another Redis (a cluster); BENCH_CARBSCAN_BIN
 # serves the API from another build of carbscan (a before/after of one change, same day, same script).
@@ -190,7 +192,7 @@ names = {"hello": "Hummingbird hello world `GET /`", "meals": "authenticated `GE
          "chat": "`POST /chat`, `Prefer: respond-async`, 8 pro users (counted, reserved, job accepted in Postgres, enqueued)",
          "hello_redis": "hello world + one `XADD` through the project's Redis client (no auth, no body)",
          "hello_post": "hello world as `POST /body` with `POST /logins`'s body, read whole (no auth, no parsing)",
-         "hello_enqueue": "hello world as `POST /enqueue`: the body read, then `POST /logins`'s job enqueued (its payload, owner and script; no token, parsing, validation or envelope)",
+         "hello_enqueue": "hello world as `POST /enqueue`: the body read, then `POST /logins`'s job enqueued (its payload and owner, so its `MULTI`…`EXEC`; no token, parsing, validation or envelope)",
          "hello_page": "hello world as `GET /page`: `GET /meals`'s statement through the Postgres client (pool of 8), rows not decoded (no token, no envelope)"}
 names["meals_replica"] = "authenticated `GET /meals`, read from a streaming replica (`DATABASE_READ_URL`, `--replica`)"
 for key in [k for k in ["hello", "meals", "meals_replica", "logins", "chat", "hello_redis", "hello_enqueue", "hello_post", "hello_page"] if k in med]:
@@ -213,7 +215,7 @@ if "hello_enqueue" in med and "hello_page" in med:
     lines += ["", "What this stack's own clients leave (issue 34, part 5): hello world plus only the work the endpoint cannot skip, "
               "through the project's Redis and Postgres clients (blocking C calls on their own threads, never on the "
               "cooperative pool or an event loop), nothing else:",
-              f"- enqueueing `POST /logins`'s job (its script, not one `XADD`): {med['hello_enqueue'][0]:,.0f}/s; "
+              f"- enqueueing `POST /logins`'s job (its record and stream entry in one transaction, not one `XADD`): {med['hello_enqueue'][0]:,.0f}/s; "
               f"`POST /logins` reaches {med['logins'][0] / med['hello_enqueue'][0]:.0%} of it;",
               f"- `GET /meals`'s statement, rows undecoded: {med['hello_page'][0]:,.0f}/s = {med['hello_page'][0] / ceiling:.0%} of the "
               f"ceiling above; `GET /meals` reaches {med['meals'][0] / med['hello_page'][0]:.0%} of it."]
