@@ -39,21 +39,22 @@ import Testing
             Task { await removeKeys(prefix: prefix, redis: redis) }
         }
         for _ in 0..<3 {
-            workers.append(try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "20"], environment: environment))
+            workers.append(try CarbScanBinary.start(["work", "--queues", "default", "--concurrency", "10"], environment: environment))
         }
         // All three must be reading before the jobs arrive: on a loaded run one may still be starting when the
         // others are already a fifth through.
         #expect(try await eventually(timeout: .seconds(30)) { try await queue.consumers() == 3 })
         let count = 3000
-        // 3,000 jobs of 100 ms on 60 slots: a run of about 5 s, long enough that the kill lands mid-run even when a
-        // loaded test run is slow to notice the first fifth done (at 40 ms, one full run once missed it).
+        // 3,000 jobs of 100 ms on 30 slots: a run of about 10 s, long enough that the kill lands mid-run even when a
+        // loaded test run is slow to notice the first tenth done (at 40 ms on 60 slots, one full run once missed it;
+        // at 100 ms on 60 slots, a 5 s run, a loaded clean-clone run once found every worker holding nothing).
         let payload = JSONValue.object(["record": .string(effects), "sleepMs": .int(100)])
         let ids = try await queue.enqueue(Array(repeating: (kind: "noop", payload: payload, options: EnqueueOptions()), count: count))
             .compactMap(\.id)
         #expect(ids.count == count)
 
         // Let the run get going, then kill -9 mid-run the worker holding the most deliveries.
-        #expect(try await eventually(timeout: .seconds(30)) { try await redis.send(["LLEN", effects]).int ?? 0 >= count / 5 })
+        #expect(try await eventually(timeout: .seconds(30)) { try await redis.send(["LLEN", effects]).int ?? 0 >= count / 10 })
         func pending() async throws -> [(name: String, pending: Int)] {
             let consumers = try await redis.send(["XINFO", "CONSUMERS", queue.keys("default").stream, QueueKeys.group]).array ?? []
             return consumers.map { consumer in
