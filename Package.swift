@@ -245,7 +245,7 @@ let package = Package(
         .testTarget(
             name: "SettingsTests",
             dependencies: [
-                "Settings", "carbscan", "API", "Accounts", "Workers", "Push", .product(name: "CryptoExtras", package: "swift-crypto"),
+                "Settings", "carbscan", "API", "Traces", "Accounts", "Workers", "Push", .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),

@@ -19,6 +19,13 @@ struct ServerSpanMiddleware: RouterMiddleware {
     let redactedQueryParameters: Set<Substring>
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // A trace the sampler drops gets no span: only its context, for the job and the calls the request makes.
+        if let dropped = TraceSwitch.dropped(
+            traceparent: request.headers[HeaderExtractor.traceparent].map { $0[...] },
+            tracestate: request.headers[HeaderExtractor.tracestate].map { $0[...] })
+        {
+            return try await InstrumentationContext.$current.withValue(.dropped(dropped)) { try await next(request, context) }
+        }
         var parent = InstrumentationContext.current ?? .topLevel
         InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HeaderExtractor())
         let method = request.method.rawValue
@@ -94,8 +101,8 @@ private final class SpanOwner: @unchecked Sendable {
 /// The propagators' fields (`traceparent`, `tracestate`, `baggage`…) from the request's headers; the W3C ones by
 /// a name made once.
 private struct HeaderExtractor: Extractor {
-    private static let traceparent = HTTPField.Name("traceparent")!
-    private static let tracestate = HTTPField.Name("tracestate")!
+    static let traceparent = HTTPField.Name("traceparent")!
+    static let tracestate = HTTPField.Name("tracestate")!
 
     func extract(key: String, from headers: HTTPFields) -> String? {
         switch key {

@@ -171,6 +171,10 @@ public final class JobQueue: Sendable {
                 return try await enqueueOne(
                     kind, payload: payload, options: options, id: options.id ?? .random(), trace: TraceCarrier.current())
             }
+            // Outside any trace the job starts one; dropped, it carries only that (its run is dropped too).
+            if InstrumentationContext.current == nil, let dropped = TraceSwitch.droppedRoot() {
+                return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.carried)
+            }
             return try await tracedEnqueue(kind, payload: payload, options: options)
         }
         return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random())

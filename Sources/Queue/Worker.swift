@@ -451,6 +451,13 @@ public final class Worker: Service {
     /// ends carry its ids.
     private func tracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
         let queueName = QueueShards.queue(ofShard: job.queue)
+        let carried = job.traceContext.map(TraceCarrier.fields(of:))
+        if let dropped = TraceSwitch.dropped(traceparent: carried?["traceparent"]?[...], tracestate: carried?["tracestate"]?[...]) {
+            // Its trace is dropped (its producer's, or a new one): no span, only the context, for the calls it makes.
+            return await InstrumentationContext.$current.withValue(.dropped(dropped)) {
+                await untracedExecute(job, handler: handler, began: began)
+            }
+        }
         let parent = TraceCarrier.context(from: job.traceContext)
         if job.traceContext != nil, !TraceSwitch.isSampled(parent) {
             // Its producer's trace was dropped: no span, only the context, for the calls it makes.

@@ -5,6 +5,7 @@ public enum TraceCarrier {
     /// The current span's context, or nil when tracing is off or no span is current.
     public static func current() -> String? {
         guard TraceSwitch.isOn, let context = InstrumentationContext.current else { return nil }
+        if let dropped = context.droppedTrace { return dropped.carried }
         let fields = propagated(context)
         if fields.isEmpty { return nil }
         return fields.keys.sorted().map { "\($0)=\(fields[$0]!)" }.joined(separator: "\n")
@@ -13,6 +14,7 @@ public enum TraceCarrier {
     /// What the configured propagators send for `context`, by name (`traceparent`, `tracestate`): a job's record's
     /// text, an outbound request's headers.
     public static func propagated(_ context: InstrumentationContext) -> [String: String] {
+        if let dropped = context.droppedTrace { return dropped.fields }
         var fields: [String: String] = [:]
         InstrumentationSystem.instrument.inject(context, into: &fields, using: FieldsInjector())
         return fields

@@ -11,15 +11,21 @@ public enum TraceSwitch {
     nonisolated(unsafe) private static var sampled: @Sendable (InstrumentationContext) -> Bool = { _ in false }
     /// Written once, like `sampled`: whether statements and scripts get spans of their own (`TRACE_STATEMENTS`).
     nonisolated(unsafe) private static var statements = false
+    /// Written once, like `sampled`: the decision taken before swift-otel is asked (nil: swift-otel's own sampler).
+    nonisolated(unsafe) private static var sampling: TraceSampling?
 
     public static var isOn: Bool { state.load(ordering: .acquiring) }
 
     /// Called by the executable after `InstrumentationSystem.bootstrap`, never by a library. `isSampled` tells whether
     /// a context's span is sampled (the tracer's own flag).
     /// `statements`: Postgres statements and Redis scripts get spans of their own in sampled traces.
-    public static func turnOn(statements: Bool = false, isSampled: @escaping @Sendable (InstrumentationContext) -> Bool) {
+    /// `sampling`: which traces are dropped before any span (`TraceSampling`); nil leaves it to the tracer's sampler.
+    public static func turnOn(
+        statements: Bool = false, sampling: TraceSampling? = nil, isSampled: @escaping @Sendable (InstrumentationContext) -> Bool
+    ) {
         sampled = isSampled
         Self.statements = statements
+        Self.sampling = sampling
         state.store(true, ordering: .releasing)
     }
 
@@ -36,6 +42,19 @@ public enum TraceSwitch {
     /// (`TRACE_STATEMENTS=true`). Off by default: a recorded span costs swift-otel some 30–40 µs of CPU, about what
     /// the statement itself costs, and a chat runs several (`ops/bench/tracing.sh`, 2026-11-27).
     public static var inSampledStatementTrace: Bool { statements && inSampledTrace }
+
+    /// The trace a request or a job starts or continues, when the sampler drops it: `traceparent` and `tracestate`
+    /// are what it came with (the request's headers, the job's record), nil for none. Nil when it is sampled, and
+    /// always when tracing is off or the tracer's own sampler decides: the caller then starts its span.
+    public static func dropped(traceparent: Substring?, tracestate: Substring?) -> DroppedTrace? {
+        guard isOn, let sampling else { return nil }
+        // An invalid traceparent is no parent, and its tracestate is ignored with it (W3C Trace Context §3.3).
+        guard let parent = traceparent.flatMap(Traceparent.init) else { return sampling.dropped(parent: nil) }
+        return sampling.dropped(parent: parent, tracestate: tracestate.map(String.init))
+    }
+
+    /// A new trace's (a job enqueued outside any request, a job run that carries no trace), when the sampler drops it.
+    public static func droppedRoot() -> DroppedTrace? { dropped(traceparent: nil, tracestate: nil) }
 
     /// Whether `context`'s span is sampled (false while tracing is off).
     public static func isSampled(_ context: InstrumentationContext) -> Bool { isOn && sampled(context) }

@@ -46,9 +46,54 @@ enum TracingSetup {
         configuration.metrics.enabled = false
         configuration.diagnosticLogger = .custom(Logger(label: "carbscan.otel"))
         configuration.diagnosticLogLevel = .warning
-        let service = try OTel.bootstrap(configuration: configuration, environment: environment.values)
-        TraceSwitch.turnOn(statements: statements) { $0.otelIsSampled }
+        let diagnostics = Logger(label: "carbscan.otel")
+        let (sampling, values) = try sampling(environment) { diagnostics.warning("\($0)") }
+        let service = try OTel.bootstrap(configuration: configuration, environment: values)
+        TraceSwitch.turnOn(statements: statements, sampling: sampling) { $0.otelIsSampled }
         return service
+    }
+
+    /// The sampling decided before any span (`TraceSampling`), from `OTEL_TRACES_SAMPLER` and `_ARG`, and the variables
+    /// swift-otel is then bootstrapped with: its sampler `always_on`, as it is asked only for sampled spans. With
+    /// propagators other than W3C's `tracecontext` (`OTEL_PROPAGATORS`: b3, jaeger, baggage…) the decision stays
+    /// swift-otel's (nil), as their contexts are only its to read. A value that cannot be read is warned of and the
+    /// default kept (`parentbased_always_on`, a ratio of 1), as the specification asks; the samplers that need a
+    /// remote (Jaeger's, X-Ray's) are refused, where swift-otel would stop the process.
+    static func sampling(
+        _ environment: EnvironmentReader, warn: (String) -> Void
+    ) throws -> (TraceSampling?, [String: String]) {
+        if let propagators = environment.text("OTEL_PROPAGATORS"),
+            Set(propagators.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) != ["tracecontext"]
+        {
+            return (nil, environment.values)
+        }
+        let name = environment.text("OTEL_TRACES_SAMPLER")?.lowercased() ?? "parentbased_always_on"
+        func ratio() -> Double {
+            guard let text = environment.text("OTEL_TRACES_SAMPLER_ARG") else { return 1 }
+            guard let ratio = Double(text), (0...1).contains(ratio) else {
+                warn("OTEL_TRACES_SAMPLER_ARG: '\(text)' is not a ratio from 0 to 1; 1 is used")
+                return 1
+            }
+            return ratio
+        }
+        let sampling: TraceSampling
+        switch name {
+        case "always_on": sampling = TraceSampling(followsParent: false, ratio: 1)
+        case "always_off": sampling = TraceSampling(followsParent: false, ratio: 0)
+        case "traceidratio": sampling = TraceSampling(followsParent: false, ratio: ratio())
+        case "parentbased_always_on": sampling = TraceSampling(followsParent: true, ratio: 1)
+        case "parentbased_always_off": sampling = TraceSampling(followsParent: true, ratio: 0)
+        case "parentbased_traceidratio": sampling = TraceSampling(followsParent: true, ratio: ratio())
+        case "jaeger_remote", "parentbased_jaeger_remote", "xray":
+            throw SettingError("OTEL_TRACES_SAMPLER", "'\(name)' is not supported: always_on, always_off, traceidratio or parentbased_*")
+        default:
+            warn("OTEL_TRACES_SAMPLER: '\(name)' is not a known sampler; parentbased_always_on is used")
+            sampling = TraceSampling(followsParent: true, ratio: 1)
+        }
+        var values = environment.values
+        values["OTEL_TRACES_SAMPLER"] = "always_on"
+        values["OTEL_TRACES_SAMPLER_ARG"] = nil
+        return (sampling, values)
     }
 
     /// `services` behind the exporter's service, when tracing is on: a service group stops its services in reverse.
@@ -59,6 +104,13 @@ enum TracingSetup {
         return [.init(service: tracing)] + services
     }
 
-    /// Log lines written inside a span carry its `trace_id` and `span_id`.
-    static var logMetadata: Logger.MetadataProvider { OTel.makeLoggingMetadataProvider() }
+    /// Log lines written inside a span carry its `trace_id` and `span_id`; inside a trace the sampler dropped, which
+    /// has no span here, its `trace_id` and `trace_flags` 0.
+    static var logMetadata: Logger.MetadataProvider {
+        let spans = OTel.makeLoggingMetadataProvider()
+        return Logger.MetadataProvider {
+            guard let dropped = InstrumentationContext.current?.droppedTrace else { return spans.get() }
+            return ["trace_id": "\(dropped.traceparent.traceID)", "trace_flags": "0"]
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Settings
 import Testing
+import Traces
 
 @testable import carbscan
 
@@ -39,6 +40,50 @@ import Testing
                 try TracingSetup.isWanted(EnvironmentReader(endpoint.merging([variable: value]) { $1 }))
             } throws: { error in
                 (error as? SettingError)?.variable == variable && "\(error)".contains(value)
+            }
+        }
+    }
+
+    /// The standard samplers are decided here (`TraceSampling`) and swift-otel is told `always_on`; an unreadable value
+    /// is warned of and the default kept; Jaeger's and X-Ray's are refused by name.
+    @Test func theSamplerIsDecidedHereAndSwiftOTelSamplesWhatItIsAskedFor() throws {
+        let endpoint = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"]
+        func sampling(_ variables: [String: String]) throws -> (TraceSampling?, [String: String], [String]) {
+            var warnings: [String] = []
+            let (sampling, values) = try TracingSetup.sampling(EnvironmentReader(endpoint.merging(variables) { $1 })) {
+                warnings.append($0)
+            }
+            return (sampling, values, warnings)
+        }
+        for (variables, expected) in [
+            ([:], TraceSampling(followsParent: true, ratio: 1)),
+            (
+                ["OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"],
+                TraceSampling(followsParent: true, ratio: 0.1)
+            ),
+            (["OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"], TraceSampling(followsParent: false, ratio: 0.25)),
+            (["OTEL_TRACES_SAMPLER": "parentbased_traceidratio"], TraceSampling(followsParent: true, ratio: 1)),
+            (["OTEL_TRACES_SAMPLER": "parentbased_always_off"], TraceSampling(followsParent: true, ratio: 0)),
+            (["OTEL_TRACES_SAMPLER": "always_off"], TraceSampling(followsParent: false, ratio: 0)),
+            (["OTEL_TRACES_SAMPLER": "ALWAYS_ON", "OTEL_PROPAGATORS": "tracecontext"], TraceSampling(followsParent: false, ratio: 1)),
+        ] {
+            let (decided, values, warnings) = try sampling(variables)
+            #expect(decided == expected, "\(variables)")
+            #expect(values["OTEL_TRACES_SAMPLER"] == "always_on" && values["OTEL_TRACES_SAMPLER_ARG"] == nil, "\(variables)")
+            #expect(values["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://collector:4318" && warnings.isEmpty)
+        }
+        let (badRatio, _, ratioWarnings) = try sampling(["OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"])
+        #expect(badRatio == TraceSampling(followsParent: false, ratio: 1) && ratioWarnings.count == 1 && ratioWarnings[0].contains("1.5"))
+        let (unknown, _, unknownWarnings) = try sampling(["OTEL_TRACES_SAMPLER": "sometimes"])
+        #expect(unknown == TraceSampling(followsParent: true, ratio: 1) && unknownWarnings.count == 1)
+        // Other propagators' contexts are swift-otel's to read: its sampler decides, as configured.
+        let (other, untouched, _) = try sampling(["OTEL_PROPAGATORS": "tracecontext,b3", "OTEL_TRACES_SAMPLER": "traceidratio"])
+        #expect(other == nil && untouched["OTEL_TRACES_SAMPLER"] == "traceidratio")
+        for name in ["jaeger_remote", "parentbased_jaeger_remote", "xray"] {
+            #expect {
+                try sampling(["OTEL_TRACES_SAMPLER": name])
+            } throws: { error in
+                (error as? SettingError)?.variable == "OTEL_TRACES_SAMPLER" && "\(error)".contains(name)
             }
         }
     }

@@ -195,6 +195,41 @@ import Testing
         }
     }
 
+    /// A trace dropped where it starts (`parentbased_always_off`: no new trace is sampled) makes no span anywhere, yet
+    /// its context travels as a sampled one would: through the job's record to the worker, and to the model, flags 00,
+    /// the worker's lines naming its trace. An app's sampled trace is still followed, in both processes.
+    @Test(.timeLimit(.minutes(2)))
+    func aTraceDroppedWhereItStartsOnlyTravels() async throws {
+        let receiver = try await OTLPReceiver.start()
+        defer { receiver.stop() }
+        let model = try await OpenAIServer.start(fallback: .json(Self.answer))
+        defer { model.stop() }
+        let rootsOff = receiver.environment(service: "carbscan-api").merging(["OTEL_TRACES_SAMPLER": "parentbased_always_off"]) { $1 }
+        try await Self.withSystem(model: model, tracing: rootsOff) { api, _, worker, _ in
+            let token = try await Self.signUp(api)
+            let (status, _) = try await api.call("POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#)
+            #expect(status == 200)
+            let sent = try #require(model.received.last?.traceparent, "the model got no traceparent")
+            let parts = sent.split(separator: "-").map(String.init)
+            #expect(parts.count == 4 && parts[0] == "00" && parts[1].count == 32 && parts[3] == "00", "\(sent)")
+            #expect(
+                worker.output.split(separator: "\n").contains {
+                    $0.contains("job succeeded") && $0.contains(#""trace_id":"\#(parts[1])""#)
+                },
+                "\(worker.output)")
+
+            let app = Self.appContext()
+            let (followed, _) = try await api.call(
+                "POST", "chat", token: token, json: #"{"message":"Carbs in bread?"}"#, headers: ["traceparent": app.header])
+            #expect(followed == 200)
+            let spans = try await receiver.waitForSpans { spans in
+                Set(spans.filter { $0.traceID == app.traceID }.compactMap(\.service)) == ["carbscan-api", "carbscan-worker"]
+            }
+            // Nothing of the dropped traces (the sign-up's, the first chat's) was exported.
+            #expect(spans.allSatisfy { $0.traceID == app.traceID }, "\(spans)")
+        }
+    }
+
     /// Without an endpoint nothing is traced: no context travels to the model, and the job's record names no trace.
     @Test(.timeLimit(.minutes(2)))
     func withoutAnEndpointNothingIsTracedOrSent() async throws {

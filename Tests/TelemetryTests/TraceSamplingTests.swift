@@ -1,0 +1,91 @@
+import Testing
+import Traces
+
+/// The sampling decision taken before any span, and the W3C `traceparent` it reads and writes.
+@Suite struct TraceSamplingTests {
+    static let sampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    static let unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+
+    @Test func aTraceparentIsReadAsW3CWritesIt() throws {
+        let parent = try #require(Traceparent(Self.sampled))
+        #expect(parent.isSampled && parent.text == Self.sampled)
+        #expect(parent.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && parent.spanID == "00f067aa0ba902b7")
+        #expect(parent.traceIDLow == 0xa3ce_929d_0e0e_4736)
+        #expect(Traceparent(Self.unsampled)?.isSampled == false)
+        // Flags other than the sampled bit are kept; `09` is sampled, `0a` is not.
+        #expect(Traceparent(Self.sampled.dropLast(2) + "09")?.isSampled == true)
+        #expect(Traceparent(Self.sampled.dropLast(2) + "0a")?.isSampled == false)
+        // A later version is read for its four fields and sent on as version 00.
+        #expect(Traceparent("cc" + Self.sampled.dropFirst(2) + "-what-comes-later")?.text == Self.sampled)
+    }
+
+    @Test func whatW3CRefusesIsNoTraceparent() {
+        for header in [
+            "", Self.sampled.uppercased(), "ff" + Self.sampled.dropFirst(2), Self.sampled + "-extra",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+            "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "cc" + Self.sampled.dropFirst(2) + "x",
+        ] {
+            #expect(Traceparent(header) == nil, "\(header)")
+        }
+    }
+
+    @Test func aDroppedParentTravelsUnsampledWithItsState() throws {
+        let parent = try #require(Traceparent(Self.sampled.dropLast(2) + "03"))
+        #expect(parent.unsampled.text == Self.sampled.dropLast(2) + "02" && !parent.unsampled.isSampled)
+        // A sampler that does not follow its parent drops this trace id at a ratio its last 8 bytes are above.
+        let dropped = try #require(TraceSampling(followsParent: false, ratio: 0.5).dropped(parent: parent, tracestate: "congo=t61"))
+        #expect(dropped.fields == ["traceparent": Self.sampled.dropLast(2) + "02", "tracestate": "congo=t61"])
+        #expect(dropped.carried == "traceparent=\(Self.sampled.dropLast(2) + "02")\ntracestate=congo=t61")
+        #expect(TraceCarrier.traceID(of: dropped.carried) == "4bf92f3577b34da6a3ce929d0e0e4736")
+    }
+
+    @Test func parentBasedSamplingFollowsTheParentsFlag() throws {
+        let sampled = try #require(Traceparent(Self.sampled))
+        let unsampled = try #require(Traceparent(Self.unsampled))
+        for ratio in [0.0, 0.1, 1.0] {
+            let sampling = TraceSampling(followsParent: true, ratio: ratio)
+            #expect(sampling.dropped(parent: sampled) == nil, "ratio \(ratio)")
+            #expect(sampling.dropped(parent: unsampled)?.traceparent == unsampled, "ratio \(ratio)")
+        }
+    }
+
+    /// Without a parent, or with one whose flag is not followed, the trace id's last 8 bytes decide: the same id the
+    /// same way in every process.
+    @Test func theRatioComparesTheTraceIDsLastEightBytes() throws {
+        let low = try #require(Traceparent("00-ffffffffffffffff0000000000000001-00f067aa0ba902b7-00"))
+        let high = try #require(Traceparent("00-0000000000000001f000000000000000-00f067aa0ba902b7-01"))
+        let tenth = TraceSampling(followsParent: false, ratio: 0.1)
+        #expect(tenth.dropped(parent: low) == nil)
+        #expect(tenth.dropped(parent: high)?.traceparent.isSampled == false)
+        #expect(TraceSampling(followsParent: false, ratio: 1).dropped(parent: high) == nil)
+        #expect(TraceSampling(followsParent: false, ratio: 0).dropped(parent: low) != nil)
+    }
+
+    @Test func newTracesAreSampledAtTheRatio() throws {
+        #expect(TraceSampling(followsParent: true, ratio: 1).dropped(parent: nil) == nil)
+        let never = TraceSampling(followsParent: true, ratio: 0)
+        var ids = Set<Substring>()
+        for _ in 0..<1000 {
+            let trace = try #require(never.dropped(parent: nil))
+            // A valid W3C traceparent, flags 00, a new trace id each time.
+            #expect(Traceparent(trace.traceparent.text) == trace.traceparent && !trace.traceparent.isSampled)
+            #expect(trace.tracestate == nil)
+            ids.insert(trace.traceparent.traceID)
+        }
+        #expect(ids.count == 1000)
+        let tenth = TraceSampling(followsParent: true, ratio: 0.1)
+        let kept = (0..<20_000).filter { _ in tenth.dropped(parent: nil) == nil }.count
+        #expect((1_600...2_400).contains(kept), "\(kept) of 20,000")
+    }
+
+    /// A context holding a dropped trace carries it (to a job's record, to an outbound call's headers), and is no
+    /// sampled trace.
+    @Test func aDroppedTracesContextCarriesOnlyItsTraceparent() throws {
+        let trace = try #require(TraceSampling(followsParent: true, ratio: 0).dropped(parent: nil))
+        let context = InstrumentationContext.dropped(trace)
+        #expect(context.droppedTrace == trace)
+        #expect(TraceCarrier.propagated(context) == ["traceparent": trace.traceparent.text])
+        #expect(!TraceSwitch.isSampled(context))
+    }
+}
