@@ -65,6 +65,35 @@ import Testing
         #expect(try await env.redis.send(["ZCARD", env.queue.keys("default").lanesHeld]).int == 0)
     }
 
+    /// A weighted class (`weights: { pro: 3 }`) takes three turns in a row where a class without a weight takes one; a
+    /// lane's weight is its last job's class's. Without the weights the lanes would alternate one by one.
+    @Test(arguments: TestServices.redisURLs) func aWeightedLaneTakesItsTurnsInARow(redisURL: String) async throws {
+        let kind = """
+            timeout: 5s
+            visibility_timeout: 3s
+            attempts: 3
+            fair: { by: user, window: 1, weight_by: tier, weights: { pro: 3, plus: 1 } }
+            payload: { type: object, properties: { user: { type: string }, tier: { type: string } } }
+            """
+        let env = try TestEnvironment(kinds: ["ask": kind], redisURL: redisURL)
+        defer { Task { await env.cleanUp() } }
+        func ask(_ user: String, _ tier: String, _ count: Int) async throws {
+            for _ in 0..<count { _ = try await env.enqueue(["user": .string(user), "tier": .string(tier)], kind: "ask") }
+        }
+        // The first pro job moves up at once (the window is empty); the rest wait in their lanes.
+        try await ask("pro", "pro", 9)
+        try await ask("free1", "free", 3)
+        try await ask("free2", "plus", 3)
+        let order = try await Self.drainOneByOne(env)
+        let expected = [
+            "pro", "pro", "pro", "pro", "free1", "free2", "pro", "pro", "pro", "free1", "free2", "pro", "pro", "free1", "free2",
+        ]
+        #expect(order == expected)
+        let keys = env.queue.keys("default")
+        // Emptied lanes leave no weight and no count of turns behind.
+        #expect(try await env.redis.send(["EXISTS", keys.base + "lanes:weights", keys.base + "lanes:turns"]).int == 0)
+    }
+
     /// The same on a queue of 2 shards: a user's jobs stay on one shard, each shard has half the window and takes its
     /// lanes in turn.
     @Test(arguments: TestServices.redisURLs) func lanesHoldOnEveryShard(redisURL: String) async throws {

@@ -121,7 +121,7 @@ extension JobKindSpec {
     private static func fairness(_ node: Node, schema: JSONSchema, rateLimit: RateLimit?, _ reader: YAMLReader) throws(ConfigError)
         -> Fairness
     {
-        let entries = try reader.mapping(node, "fair", allowed: ["by", "window"])
+        let entries = try reader.mapping(node, "fair", allowed: ["by", "window", "weight_by", "weights"])
         guard let byEntry = entries["by"] else { throw reader.error(node, "fair", "missing 'by' (the payload member naming a job's lane)") }
         let by = try reader.string(byEntry.value, "fair.by", expected: "a payload member such as 'userId'")
         guard schema.allowsProperty(by) else {
@@ -134,7 +134,41 @@ extension JobKindSpec {
                 throw reader.error(windowEntry.value, "fair.window", "must be from 1 to \(Fairness.maximumWindow), got \(window)")
             }
         }
-        return Fairness(by: by, window: window)
+        let (weightBy, weights) = try Self.weights(
+            entries["weight_by"]?.value, entries["weights"]?.value, node: node, schema: schema, reader)
+        return Fairness(by: by, window: window, weightBy: weightBy, weights: weights)
+    }
+
+    /// `weight_by` (a payload member) and `weights` (its values' weights, 1 to ``Fairness/maximumWeight``), together or
+    /// not at all.
+    private static func weights(
+        _ byNode: Node?, _ weightsNode: Node?, node: Node, schema: JSONSchema, _ reader: YAMLReader
+    ) throws(ConfigError) -> (String?, [String: Int]) {
+        guard let byNode else {
+            if weightsNode != nil {
+                throw reader.error(node, "fair", "'weights' needs 'weight_by' (the payload member naming a job's class)")
+            }
+            return (nil, [:])
+        }
+        let weightBy = try reader.string(byNode, "fair.weight_by", expected: "a payload member such as 'tier'")
+        guard schema.allowsProperty(weightBy) else {
+            throw reader.error(byNode, "fair.weight_by", "'\(weightBy)' is not a property of the payload schema")
+        }
+        guard let weightsNode else { throw reader.error(node, "fair", "'weight_by' needs 'weights' (e.g. { pro: 3 })") }
+        guard case .mapping(let mapping) = weightsNode, !mapping.isEmpty else {
+            throw reader.error(weightsNode, "fair.weights", "expected a mapping of classes to weights, got \(reader.describe(weightsNode))")
+        }
+        var weights: [String: Int] = [:]
+        for (keyNode, value) in mapping {
+            guard case .scalar(let name) = keyNode else { throw reader.error(keyNode, "fair.weights", "keys must be plain names") }
+            let path = "fair.weights.\(name.string)"
+            let weight = try reader.int(value, path, expected: "an integer from 1 to \(Fairness.maximumWeight)")
+            guard (1...Fairness.maximumWeight).contains(weight) else {
+                throw reader.error(value, path, "must be from 1 to \(Fairness.maximumWeight), got \(weight)")
+            }
+            weights[name.string] = weight
+        }
+        return (weightBy, weights)
     }
 
     private static func rateLimit(_ node: Node, _ reader: YAMLReader) throws(ConfigError) -> RateLimit {

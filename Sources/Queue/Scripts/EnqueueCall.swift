@@ -9,10 +9,10 @@ struct EnqueueCall: ScriptCall {
     init(_ queue: QueueKeys, count: Int) {
         keys = [queue.stream, queue.scheduled, queue.cron]
         arguments = [queue.base, String(count)]
-        arguments.reserveCapacity(2 + count * 20)
+        arguments.reserveCapacity(2 + count * 21)
     }
 
-    /// 20 values per job. `cron`: the schedule's name and fire time; `catchUp`: a missed fire caught up at start-up;
+    /// 21 values per job. `cron`: the schedule's name and fire time; `catchUp`: a missed fire caught up at start-up;
     /// `givenID`: the producer chose the id, so the script refuses it while a record of that id lives; `eventsMs`: the
     /// lifetime of its event log (0: it keeps none); `startByMs`: it expires unless started within that time (0: never);
     /// `trace`: the producer's trace context (``JobField/trace``); `lane`: its fair lane (``FairLane``).
@@ -28,9 +28,9 @@ struct EnqueueCall: ScriptCall {
             eventsMs > 0 ? String(eventsMs) : "", startByMs > 0 ? String(startByMs) : "", trace ?? "",
         ]
         if let lane {
-            arguments += [lane.name, String(lane.window), lane.gated ? "1" : ""]
+            arguments += [lane.name, String(lane.window), lane.gated ? "1" : "", lane.weight.map(String.init) ?? ""]
         } else {
-            arguments += ["", "", ""]
+            arguments += ["", "", "", ""]
         }
     }
 }

@@ -4,7 +4,8 @@
 -- while its record lives is a duplicate of itself), events (the event log's lifetime in ms for kinds with
 -- `events: true`, else empty), startBy (ms from now within which it must start, else empty), trace (the producer's
 -- trace context, else empty), lane (its fair lane, else empty), window (its shard's fair window), gated ('1': it holds
--- its place in the window until it takes its provider token).
+-- its place in the window until it takes its provider token), weight (its lane's turns in a row each round; empty
+-- for a kind whose lanes are not weighted).
 -- Returns per job: the id, `dup:<id of the holder>` for a taken unique key or a given id already enqueued, or `skip`
 -- for a cron fire already done.
 -- Includes only the clock, not the helpers: an API request enqueues one job per call, and defining the helpers was a
@@ -18,12 +19,12 @@ local prefix, n = ARGV[1], tonumber(ARGV[2])
 local now = nil
 local out = {}
 for i = 0, n - 1 do
-  local b = 2 + i * 20
+  local b = 2 + i * 21
   local id, kind, payload, max, vis = ARGV[b+1], ARGV[b+2], ARGV[b+3], ARGV[b+4], ARGV[b+5]
   local delay, ukey, uttl = tonumber(ARGV[b+6]), ARGV[b+7], ARGV[b+8]
   local cronName, fire, cronMode, owner = ARGV[b+9], ARGV[b+10], ARGV[b+11], ARGV[b+12]
   local reservation, given, events, startBy, trace = ARGV[b+13], ARGV[b+14], ARGV[b+15], ARGV[b+16], ARGV[b+17]
-  local lane, window, gated = ARGV[b+18], ARGV[b+19], ARGV[b+20]
+  local lane, window, gated, weight = ARGV[b+18], ARGV[b+19], ARGV[b+20], tonumber(ARGV[b+21])
   local result = id
   if given == '1' and redis.call('EXISTS', prefix .. 'job:' .. id) == 1 then result = 'dup:' .. id end
   if cronName ~= '' then
@@ -72,7 +73,7 @@ for i = 0, n - 1 do
       fields[#fields + 1] = 'enq'; fields[#fields + 1] = string.match(entry, '^%d+')
     end
     redis.call('HSET', prefix .. 'job:' .. id, unpack(fields))
-    if lane ~= '' and delay <= 0 then joinLane(prefix, stream, id, lane, window, now) end
+    if lane ~= '' and delay <= 0 then joinLane(prefix, stream, id, lane, window, weight, now) end
     if events ~= '' then
       -- Its event log starts with its first state; followers already waiting are woken.
       local log = prefix .. 'job:' .. id .. ':ev'

@@ -2,7 +2,8 @@
 -- `lanes` the ring of lanes with jobs waiting, each once; `lane:<name>` a lane's job ids in order; `lanes:held` the
 -- jobs past their lanes (on the stream, or held by a worker until they take their provider token or start), scored
 -- by when they left their lane; `lanes:waiting` how many jobs wait in lanes (the queue's depth counts them);
--- `lanes:window` how many may be held at once (every fair enqueue sets it).
+-- `lanes:window` how many may be held at once (every fair enqueue sets it); `lanes:weights` the weight of each lane
+-- whose last job's class has one above 1, and `lanes:turns` how many turns in a row such a lane has had this round.
 -- Moves jobs from their lanes to the stream, one lane's turn at a time, while the window has room. When it is full,
 -- its oldest job is let go if its record says it no longer waits or runs (an end no script reported).
 local function feedLanes(base, stream, now)
@@ -20,7 +21,19 @@ local function feedLanes(base, stream, now)
       if not lane then return end
       local key = base .. 'lane:' .. lane
       local id = redis.call('LPOP', key)
-      if redis.call('LLEN', key) > 0 then redis.call('RPUSH', ring, lane) end
+      -- A weighted lane stays first for `weight` turns, then goes to the back; its weight goes when it empties.
+      local weight = tonumber(redis.call('HGET', base .. 'lanes:weights', lane) or '1')
+      if redis.call('LLEN', key) > 0 then
+        if weight > 1 and redis.call('HINCRBY', base .. 'lanes:turns', lane, 1) < weight then
+          redis.call('LPUSH', ring, lane)
+        else
+          if weight > 1 then redis.call('HDEL', base .. 'lanes:turns', lane) end
+          redis.call('RPUSH', ring, lane)
+        end
+      elseif weight > 1 then
+        redis.call('HDEL', base .. 'lanes:weights', lane)
+        redis.call('HDEL', base .. 'lanes:turns', lane)
+      end
       if id then
         redis.call('DECR', base .. 'lanes:waiting')
         redis.call('XADD', stream, '*', 'id', id)
@@ -30,9 +43,15 @@ local function feedLanes(base, stream, now)
   end
 end
 -- A job waits in its lane (its record is written); it moves up at once if the window has room.
-local function joinLane(base, stream, id, lane, window, now)
+local function joinLane(base, stream, id, lane, window, weight, now)
   local key = base .. 'lane:' .. lane
   if redis.call('RPUSH', key, id) == 1 then redis.call('RPUSH', base .. 'lanes', lane) end
+  -- The lane's weight is its last job's class's (nil: the kind's lanes are not weighted).
+  if weight and weight > 1 then
+    redis.call('HSET', base .. 'lanes:weights', lane, weight)
+  elseif weight and redis.call('HDEL', base .. 'lanes:weights', lane) == 1 then
+    redis.call('HDEL', base .. 'lanes:turns', lane)
+  end
   redis.call('INCR', base .. 'lanes:waiting')
   redis.call('SET', base .. 'lanes:window', window)
   feedLanes(base, stream, now)

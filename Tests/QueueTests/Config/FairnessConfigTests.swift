@@ -52,4 +52,31 @@ import Testing
         #expect(fairness.lane(of: [:]) == Fairness.keylessLane)
         #expect(fairness.lane(of: ["userId": ""]) == Fairness.keylessLane)
     }
+
+    /// A class's weight (`weight_by`, `weights`): read with the lane, 1 for a class not listed or a job without one.
+    @Test func aLanesWeightIsItsJobsClasss() throws {
+        let payload =
+            "payload: { type: object, additionalProperties: false, properties: { userId: { type: string }, tier: { type: string } } }\n"
+        let spec = try JobKindSpec(
+            yaml: "fair: { by: userId, weight_by: tier, weights: { pro: 3, team: 5 } }\n" + payload, name: "a", file: "a.yml")
+        let fairness = try #require(spec.fairness)
+        #expect(fairness.weightBy == "tier" && fairness.weights == ["pro": 3, "team": 5])
+        #expect(fairness.weight(of: ["userId": "u", "tier": "pro"]) == 3)
+        #expect(fairness.weight(of: ["userId": "u", "tier": "free"]) == 1 && fairness.weight(of: ["userId": "u"]) == 1)
+        #expect(Fairness(by: "userId", window: 1).weight(of: ["tier": "pro"]) == 1)
+    }
+
+    @Test(arguments: [
+        ("fair: { by: userId, weights: { pro: 3 } }", "needs 'weight_by'"), ("fair: { by: userId, weight_by: tier }", "needs 'weights'"),
+        ("fair: { by: userId, weight_by: plan, weights: { pro: 3 } }", "'plan' is not a property"),
+        ("fair: { by: userId, weight_by: tier, weights: { pro: 0 } }", "must be from 1 to 100, got 0"),
+        ("fair: { by: userId, weight_by: tier, weights: { pro: many } }", "fair.weights.pro"),
+        ("fair: { by: userId, weight_by: tier, weights: [pro] }", "expected a mapping of classes to weights"),
+    ])
+    func aBadWeightIsRefusedWithItsLine(line: String, reason: String) throws {
+        let payload =
+            "payload: { type: object, additionalProperties: false, properties: { userId: { type: string }, tier: { type: string } } }\n"
+        let error = loadError(line + "\n" + payload)
+        #expect(error?.line == 1 && error?.reason.contains(reason) == true, "\(String(describing: error))")
+    }
 }
