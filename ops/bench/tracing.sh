@@ -33,6 +33,10 @@ pids=()
 cleanup() {
     ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
     wait 2>/dev/null || true
+    # The jobs POST /logins enqueued (no worker drains them) and anything else left under this run's prefixes.
+    if [[ -n ${redis_port:-} ]]; then
+        redis-cli -p "$redis_port" --scan --pattern "bench-tracing-*$$:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null || true
+    fi
     ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
     rm -rf "${work:-/nonexistent}"
 }
