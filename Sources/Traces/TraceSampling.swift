@@ -9,7 +9,8 @@ import Synchronization
 /// job's +59%. Its sampler cannot be replaced through `OTel.bootstrap`, so this one takes the decision for the
 /// standard `OTEL_TRACES_SAMPLER` values and swift-otel is told `always_on`: it is asked only for what is sampled.
 /// The decision is the specification's: parent-based samplers follow the parent's flag; ratio sampling compares the
-/// trace id's last 8 bytes (big-endian) against the ratio, so every process of a trace decides alike.
+/// trace id's last 8 bytes (big-endian) against the ratio, so every process of a trace decides alike. One departure:
+/// `traceidratio` (not parent-based) keeps a trace whose parent was sampled, see `dropped(parent:tracestate:)`.
 public struct TraceSampling: Sendable, Equatable {
     /// The `parentbased_*` samplers: a parent's sampled flag decides, the ratio only for a new trace.
     public let followsParent: Bool
@@ -28,7 +29,16 @@ public struct TraceSampling: Sendable, Equatable {
     /// then starts the span, continuing `parent`.
     public func dropped(parent: Traceparent?, tracestate: String? = nil) -> DroppedTrace? {
         if let parent {
-            let sampled = followsParent ? parent.isSampled : admits(parent.traceIDLow)
+            let sampled: Bool
+            if followsParent {
+                sampled = parent.isSampled
+            } else if bound == 0 {
+                sampled = false  // always_off
+            } else {
+                // A sampled parent is kept: a trace started here was drawn on an id of this sampler's, not on the one
+                // swift-otel then gives it, so its jobs' runs must not be drawn again on that one.
+                sampled = parent.isSampled || admits(parent.traceIDLow)
+            }
             return sampled ? nil : DroppedTrace(traceparent: parent.unsampled, tracestate: tracestate)
         }
         if bound == .max { return nil }

@@ -33,8 +33,8 @@ import Traces
     @Test func aDroppedParentTravelsUnsampledWithItsState() throws {
         let parent = try #require(Traceparent(Self.sampled.dropLast(2) + "03"))
         #expect(parent.unsampled.text == Self.sampled.dropLast(2) + "02" && !parent.unsampled.isSampled)
-        // A sampler that does not follow its parent drops this trace id at a ratio its last 8 bytes are above.
-        let dropped = try #require(TraceSampling(followsParent: false, ratio: 0.5).dropped(parent: parent, tracestate: "congo=t61"))
+        // always_off drops even a sampled parent, which then travels unsampled.
+        let dropped = try #require(TraceSampling(followsParent: false, ratio: 0).dropped(parent: parent, tracestate: "congo=t61"))
         #expect(dropped.fields == ["traceparent": Self.sampled.dropLast(2) + "02", "tracestate": "congo=t61"])
         #expect(dropped.carried == "traceparent=\(Self.sampled.dropLast(2) + "02")\ntracestate=congo=t61")
         #expect(TraceCarrier.traceID(of: dropped.carried) == "4bf92f3577b34da6a3ce929d0e0e4736")
@@ -54,12 +54,17 @@ import Traces
     /// same way in every process.
     @Test func theRatioComparesTheTraceIDsLastEightBytes() throws {
         let low = try #require(Traceparent("00-ffffffffffffffff0000000000000001-00f067aa0ba902b7-00"))
-        let high = try #require(Traceparent("00-0000000000000001f000000000000000-00f067aa0ba902b7-01"))
+        let high = try #require(Traceparent("00-0000000000000001f000000000000000-00f067aa0ba902b7-00"))
         let tenth = TraceSampling(followsParent: false, ratio: 0.1)
         #expect(tenth.dropped(parent: low) == nil)
-        #expect(tenth.dropped(parent: high)?.traceparent.isSampled == false)
+        #expect(tenth.dropped(parent: high)?.traceparent == high)
         #expect(TraceSampling(followsParent: false, ratio: 1).dropped(parent: high) == nil)
         #expect(TraceSampling(followsParent: false, ratio: 0).dropped(parent: low) != nil)
+        // A sampled parent is kept (a trace this process started was drawn on another id than the one it got), except
+        // by always_off.
+        let sampledHigh = try #require(Traceparent("00-0000000000000001f000000000000000-00f067aa0ba902b7-01"))
+        #expect(tenth.dropped(parent: sampledHigh) == nil)
+        #expect(TraceSampling(followsParent: false, ratio: 0).dropped(parent: sampledHigh)?.traceparent.isSampled == false)
     }
 
     @Test func newTracesAreSampledAtTheRatio() throws {
