@@ -62,12 +62,15 @@ enum TracingSetup {
     static func sampling(
         _ environment: EnvironmentReader, warn: (String) -> Void
     ) throws -> (TraceSampling?, [String: String]) {
+        let name = environment.text("OTEL_TRACES_SAMPLER")?.lowercased() ?? "parentbased_always_on"
+        if ["jaeger_remote", "parentbased_jaeger_remote", "xray"].contains(name) {
+            throw SettingError("OTEL_TRACES_SAMPLER", "'\(name)' is not supported: always_on, always_off, traceidratio or parentbased_*")
+        }
         if let propagators = environment.text("OTEL_PROPAGATORS"),
             Set(propagators.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) != ["tracecontext"]
         {
             return (nil, environment.values)
         }
-        let name = environment.text("OTEL_TRACES_SAMPLER")?.lowercased() ?? "parentbased_always_on"
         func ratio() -> Double {
             guard let text = environment.text("OTEL_TRACES_SAMPLER_ARG") else { return 1 }
             guard let ratio = Double(text), (0...1).contains(ratio) else {
@@ -84,8 +87,6 @@ enum TracingSetup {
         case "parentbased_always_on": sampling = TraceSampling(followsParent: true, ratio: 1)
         case "parentbased_always_off": sampling = TraceSampling(followsParent: true, ratio: 0)
         case "parentbased_traceidratio": sampling = TraceSampling(followsParent: true, ratio: ratio())
-        case "jaeger_remote", "parentbased_jaeger_remote", "xray":
-            throw SettingError("OTEL_TRACES_SAMPLER", "'\(name)' is not supported: always_on, always_off, traceidratio or parentbased_*")
         default:
             warn("OTEL_TRACES_SAMPLER: '\(name)' is not a known sampler; parentbased_always_on is used")
             sampling = TraceSampling(followsParent: true, ratio: 1)

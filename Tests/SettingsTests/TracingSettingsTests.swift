@@ -79,11 +79,14 @@ import Traces
         // Other propagators' contexts are swift-otel's to read: its sampler decides, as configured.
         let (other, untouched, _) = try sampling(["OTEL_PROPAGATORS": "tracecontext,b3", "OTEL_TRACES_SAMPLER": "traceidratio"])
         #expect(other == nil && untouched["OTEL_TRACES_SAMPLER"] == "traceidratio")
+        // Whichever the propagators (swift-otel would stop the process on them).
         for name in ["jaeger_remote", "parentbased_jaeger_remote", "xray"] {
-            #expect {
-                try sampling(["OTEL_TRACES_SAMPLER": name])
-            } throws: { error in
-                (error as? SettingError)?.variable == "OTEL_TRACES_SAMPLER" && "\(error)".contains(name)
+            for propagators in [[:], ["OTEL_PROPAGATORS": "b3"]] {
+                #expect {
+                    try sampling(propagators.merging(["OTEL_TRACES_SAMPLER": name]) { $1 })
+                } throws: { error in
+                    (error as? SettingError)?.variable == "OTEL_TRACES_SAMPLER" && "\(error)".contains(name)
+                }
             }
         }
     }
