@@ -458,9 +458,9 @@ public final class Worker: Service {
                 await untracedExecute(job, handler: handler, began: began)
             }
         }
-        let parent = TraceCarrier.context(from: job.traceContext)
-        if job.traceContext != nil, !TraceSwitch.isSampled(parent) {
-            // Its producer's trace was dropped: no span, only the context, for the calls it makes.
+        let parent = TraceCarrier.context(of: carried)
+        if carried != nil, !TraceSwitch.isSampled(parent) {
+            // Dropped by the tracer's own sampler (other propagators than W3C's): only the context, as above.
             return await InstrumentationContext.$current.withValue(parent) { await untracedExecute(job, handler: handler, began: began) }
         }
         await withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in

@@ -22,9 +22,14 @@ public enum TraceCarrier {
 
     /// The context that `text` carries (a context with nothing in it for nil or text no propagator reads).
     public static func context(from text: String?) -> InstrumentationContext {
+        context(of: text.map(fields(of:)))
+    }
+
+    /// The context that `fields` (a carried text's, ``fields(of:)``) hold.
+    package static func context(of fields: [String: String]?) -> InstrumentationContext {
         var context = InstrumentationContext.topLevel
-        guard let text else { return context }
-        InstrumentationSystem.instrument.extract(fields(of: text), into: &context, using: FieldsExtractor())
+        guard let fields else { return context }
+        InstrumentationSystem.instrument.extract(fields, into: &context, using: FieldsExtractor())
         return context
     }
 

@@ -44,9 +44,9 @@ enum TracingSetup {
         configuration.resourceAttributes["service.version"] = BuildVersion.current
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
-        configuration.diagnosticLogger = .custom(Logger(label: "carbscan.otel"))
-        configuration.diagnosticLogLevel = .warning
         let diagnostics = Logger(label: "carbscan.otel")
+        configuration.diagnosticLogger = .custom(diagnostics)
+        configuration.diagnosticLogLevel = .warning
         let (sampling, values) = try sampling(environment) { diagnostics.warning("\($0)") }
         let service = try OTel.bootstrap(configuration: configuration, environment: values)
         TraceSwitch.turnOn(statements: statements, sampling: sampling) { $0.otelIsSampled }

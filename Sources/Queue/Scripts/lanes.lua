@@ -8,6 +8,7 @@
 -- its oldest job is let go if its record says it no longer waits or runs (an end no script reported).
 local function feedLanes(base, stream, now)
   local ring, held = base .. 'lanes', base .. 'lanes:held'
+  local weights, turns = base .. 'lanes:weights', base .. 'lanes:turns'
   local window = tonumber(redis.call('GET', base .. 'lanes:window') or '0')
   while true do
     if redis.call('ZCARD', held) >= window then
@@ -22,17 +23,17 @@ local function feedLanes(base, stream, now)
       local key = base .. 'lane:' .. lane
       local id = redis.call('LPOP', key)
       -- A weighted lane stays first for `weight` turns, then goes to the back; its weight goes when it empties.
-      local weight = tonumber(redis.call('HGET', base .. 'lanes:weights', lane) or '1')
+      local weight = tonumber(redis.call('HGET', weights, lane) or '1')
       if redis.call('LLEN', key) > 0 then
-        if weight > 1 and redis.call('HINCRBY', base .. 'lanes:turns', lane, 1) < weight then
+        if weight > 1 and redis.call('HINCRBY', turns, lane, 1) < weight then
           redis.call('LPUSH', ring, lane)
         else
-          if weight > 1 then redis.call('HDEL', base .. 'lanes:turns', lane) end
+          if weight > 1 then redis.call('HDEL', turns, lane) end
           redis.call('RPUSH', ring, lane)
         end
       elseif weight > 1 then
-        redis.call('HDEL', base .. 'lanes:weights', lane)
-        redis.call('HDEL', base .. 'lanes:turns', lane)
+        redis.call('HDEL', weights, lane)
+        redis.call('HDEL', turns, lane)
       end
       if id then
         redis.call('DECR', base .. 'lanes:waiting')
