@@ -33,10 +33,9 @@ let package = Package(
         // Prometheus metrics at GET /metrics (Sources/Telemetry).
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // Tracing: the API of swift-distributed-tracing (Hummingbird's already) and swift-otel's OTLP/HTTP exporter.
-        // Only that trait: the gRPC exporter would build grpc-swift too.
+        // Tracing: the API of swift-distributed-tracing (Hummingbird's already); spans are recorded and exported as
+        // OTLP here (Sources/Traces/Recording, Sources/TraceExport), swift-otel's cost per span measured too high.
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
-        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // C client libraries (Debian -dev packages), wrapped thinly.
@@ -47,8 +46,8 @@ let package = Package(
         // bcrypt through libxcrypt's crypt_r: <crypt.h> is not in Glibc's module.
         .systemLibrary(name: "CCrypt", path: "Sources/CCrypt", pkgConfig: "libxcrypt", providers: [.apt(["libcrypt-dev"])]),
 
-        // Whether this process traces, and a span's context as text (carried in a job's record); spans themselves
-        // are made with swift-distributed-tracing's API, and exported by the executable (swift-otel).
+        // Whether this process traces, which traces are sampled, a span's context as text (carried in a job's record)
+        // and the tracer that records spans (swift-distributed-tracing's API) for the exporter.
         .target(name: "Traces", dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")]),
         .target(
             name: "Redis",
@@ -113,6 +112,14 @@ let package = Package(
         .target(
             name: "OutboundHTTP",
             dependencies: ["CCurl", "Durations", "Traces", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The recorded spans sent to an OpenTelemetry collector: OTLP/HTTP, binary protobuf, over OutboundHTTP.
+        .target(
+            name: "TraceExport",
+            dependencies: [
+                "Traces", "OutboundHTTP", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .target(
             name: "Mail",
@@ -208,8 +215,7 @@ let package = Package(
             name: "carbscan",
             dependencies: [
                 "Queue", "JSON", "Durations", "Workers", "Redis", "Postgres", "Store", "Accounts", "API", "OutboundHTTP",
-                "AppStore", "Mail", "Push", "Telemetry", "Outbox", "Settings", "Traces",
-                .product(name: "OTel", package: "swift-otel"),
+                "AppStore", "Mail", "Push", "Telemetry", "Outbox", "Settings", "Traces", "TraceExport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -245,7 +251,7 @@ let package = Package(
         .testTarget(
             name: "SettingsTests",
             dependencies: [
-                "Settings", "carbscan", "API", "Traces", "Accounts", "Workers", "Push", .product(name: "CryptoExtras", package: "swift-crypto"),
+                "Settings", "carbscan", "API", "Traces", "TraceExport", "Accounts", "Workers", "Push", .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
@@ -309,7 +315,8 @@ let package = Package(
         .testTarget(
             name: "TelemetryTests",
             dependencies: [
-                "Telemetry", "Queue", "JSON", "Redis", "Postgres", "OutboundHTTP", "Workers", "TestSupport", "Traces",
+                "Telemetry", "Queue", "JSON", "Redis", "Postgres", "OutboundHTTP", "Workers", "TestSupport", "Traces", "TraceExport",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]

@@ -20,14 +20,16 @@ struct ServerSpanMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // A trace the sampler drops gets no span: only its context, for the job and the calls the request makes.
-        if let dropped = TraceSwitch.dropped(
-            traceparent: request.headers[HeaderExtractor.traceparent].map { $0[...] },
-            tracestate: request.headers[HeaderExtractor.tracestate].map { $0[...] })
+        let parent: InstrumentationContext
+        switch TraceSwitch.decide(
+            traceparent: request.headers[TraceHeaders.traceparent].map { $0[...] },
+            tracestate: request.headers[TraceHeaders.tracestate].map { $0[...] })
         {
+        case .dropped(let dropped):
             return try await InstrumentationContext.$current.withValue(.dropped(dropped)) { try await next(request, context) }
+        case .sampled(let context): parent = context
+        case nil: return try await next(request, context)
         }
-        var parent = InstrumentationContext.current ?? .topLevel
-        InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HeaderExtractor())
         let method = request.method.rawValue
         let span = startSpan(method, context: parent, ofKind: .server)
         if span.isRecording { span.updateAttributes { describe(request, context: context, into: &$0) } }
@@ -98,17 +100,8 @@ private final class SpanOwner: @unchecked Sendable {
     deinit { span?.end() }
 }
 
-/// The propagators' fields (`traceparent`, `tracestate`, `baggage`…) from the request's headers; the W3C ones by
-/// a name made once.
-private struct HeaderExtractor: Extractor {
+/// The W3C Trace Context headers, by names made once.
+private enum TraceHeaders {
     static let traceparent = HTTPField.Name("traceparent")!
     static let tracestate = HTTPField.Name("tracestate")!
-
-    func extract(key: String, from headers: HTTPFields) -> String? {
-        switch key {
-        case "traceparent": headers[Self.traceparent]
-        case "tracestate": headers[Self.tracestate]
-        default: HTTPField.Name(key).flatMap { headers[$0] }
-        }
-    }
 }

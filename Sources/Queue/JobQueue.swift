@@ -172,8 +172,16 @@ public final class JobQueue: Sendable {
                     kind, payload: payload, options: options, id: options.id ?? .random(), trace: TraceCarrier.current())
             }
             // Outside any trace the job starts one; dropped, it carries only that (its run is dropped too).
-            if InstrumentationContext.current == nil, let dropped = TraceSwitch.droppedRoot() {
-                return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.carried)
+            if InstrumentationContext.current == nil, let decision = TraceSwitch.decide(traceparent: nil, tracestate: nil) {
+                switch decision {
+                case .dropped(let dropped):
+                    return try await enqueueOne(
+                        kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.carried)
+                case .sampled(let root):
+                    return try await InstrumentationContext.$current.withValue(root) {
+                        try await tracedEnqueue(kind, payload: payload, options: options)
+                    }
+                }
             }
             return try await tracedEnqueue(kind, payload: payload, options: options)
         }

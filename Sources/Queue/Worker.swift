@@ -452,16 +452,15 @@ public final class Worker: Service {
     private func tracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
         let queueName = QueueShards.queue(ofShard: job.queue)
         let carried = job.traceContext.map(TraceCarrier.fields(of:))
-        if let dropped = TraceSwitch.dropped(traceparent: carried?["traceparent"]?[...], tracestate: carried?["tracestate"]?[...]) {
+        let parent: InstrumentationContext
+        switch TraceSwitch.decide(traceparent: carried?["traceparent"]?[...], tracestate: carried?["tracestate"]?[...]) {
+        case .dropped(let dropped):
             // Its trace is dropped (its producer's, or a new one): no span, only the context, for the calls it makes.
             return await InstrumentationContext.$current.withValue(.dropped(dropped)) {
                 await untracedExecute(job, handler: handler, began: began)
             }
-        }
-        let parent = TraceCarrier.context(of: carried)
-        if carried != nil, !TraceSwitch.isSampled(parent) {
-            // Dropped by the tracer's own sampler (other propagators than W3C's): only the context, as above.
-            return await InstrumentationContext.$current.withValue(parent) { await untracedExecute(job, handler: handler, began: began) }
+        case .sampled(let context): parent = context
+        case nil: return await untracedExecute(job, handler: handler, began: began)
         }
         await withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
             guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }

@@ -1,35 +1,37 @@
 /// A trace context as text, to travel where no HTTP headers go: in a job's record, from the producer's span to every
-/// attempt's span in a worker. It is what the configured propagators inject (W3C `traceparent` and `tracestate` by
-/// default; `OTEL_PROPAGATORS` may name others), one `name=value` per line.
+/// attempt's span in a worker. It is what W3C Trace Context sends (`traceparent`, and `tracestate` when the trace
+/// has one), one `name=value` per line; nothing with `OTEL_PROPAGATORS=none`.
 public enum TraceCarrier {
     /// The current span's context, or nil when tracing is off or no span is current.
     public static func current() -> String? {
         guard TraceSwitch.isOn, let context = InstrumentationContext.current else { return nil }
         if let dropped = context.droppedTrace { return dropped.carried }
-        let fields = propagated(context)
-        if fields.isEmpty { return nil }
-        return fields.keys.sorted().map { "\($0)=\(fields[$0]!)" }.joined(separator: "\n")
+        guard TraceSwitch.isPropagating, let span = context.spanIdentity else { return nil }
+        let traceparent = "traceparent=" + span.traceparent.text
+        return span.tracestate.map { "\(traceparent)\ntracestate=\($0)" } ?? traceparent
     }
 
-    /// What the configured propagators send for `context`, by name (`traceparent`, `tracestate`): a job's record's
-    /// text, an outbound request's headers.
+    /// What W3C Trace Context sends for `context`, by name (`traceparent`, `tracestate`): a job's record's text, an
+    /// outbound request's headers.
     public static func propagated(_ context: InstrumentationContext) -> [String: String] {
         if let dropped = context.droppedTrace { return dropped.fields }
-        var fields: [String: String] = [:]
-        InstrumentationSystem.instrument.inject(context, into: &fields, using: FieldsInjector())
+        guard TraceSwitch.isPropagating, let span = context.spanIdentity else { return [:] }
+        var fields = ["traceparent": span.traceparent.text]
+        if let tracestate = span.tracestate { fields["tracestate"] = tracestate }
         return fields
     }
 
-    /// The context that `text` carries (a context with nothing in it for nil or text no propagator reads).
+    /// The context that `text` carries (a context with nothing in it for nil or text that holds no valid
+    /// `traceparent`).
     public static func context(from text: String?) -> InstrumentationContext {
         context(of: text.map(fields(of:)))
     }
 
-    /// The context that `fields` (a carried text's, ``fields(of:)``) hold.
+    /// The context that `fields` (a carried text's, ``fields(of:)``) hold: their `traceparent` as a remote parent.
     package static func context(of fields: [String: String]?) -> InstrumentationContext {
         var context = InstrumentationContext.topLevel
-        guard let fields else { return context }
-        InstrumentationSystem.instrument.extract(fields, into: &context, using: FieldsExtractor())
+        guard TraceSwitch.isPropagating, let parent = fields?["traceparent"].flatMap(Traceparent.init) else { return context }
+        context.spanIdentity = SpanIdentity(remote: parent, tracestate: fields?["tracestate"])
         return context
     }
 
@@ -49,15 +51,4 @@ public enum TraceCarrier {
         }
         return fields
     }
-}
-
-/// Header-like fields by name, for any propagator.
-public struct FieldsInjector: Injector {
-    public init() {}
-    public func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) { carrier[key] = value }
-}
-
-public struct FieldsExtractor: Extractor {
-    public init() {}
-    public func extract(key: String, from carrier: [String: String]) -> String? { carrier[key] }
 }

@@ -1,16 +1,13 @@
 import Synchronization
 
-/// Which traces are sampled, decided here, before swift-otel is asked for a span, so that a request or a job whose
-/// trace the sampler drops costs no span at all: only its `traceparent`, flags 00, carried along (`DroppedTrace`).
+/// Which traces are sampled, decided before any span is made, so that a request or a job whose trace the sampler
+/// drops costs no span at all: only its `traceparent`, flags 00, carried along (`DroppedTrace`).
 ///
-/// swift-otel 1.6 makes a span for every dropped request too (new ids from a locked generator, a context, a no-op
-/// span, the propagator's injection for the job's record), and that was most of what tracing at 10% cost:
-/// `ops/bench/tracing.sh`, 2026-11-28, serve's CPU per request +20% (GET /meals) and +33% (POST /logins), a no-op
-/// job's +59%. Its sampler cannot be replaced through `OTel.bootstrap`, so this one takes the decision for the
-/// standard `OTEL_TRACES_SAMPLER` values and swift-otel is told `always_on`: it is asked only for what is sampled.
-/// The decision is the specification's: parent-based samplers follow the parent's flag; ratio sampling compares the
-/// trace id's last 8 bytes (big-endian) against the ratio, so every process of a trace decides alike. One departure:
-/// `traceidratio` (not parent-based) keeps a trace whose parent was sampled, see `dropped(parent:tracestate:)`.
+/// The decision is the specification's for the standard `OTEL_TRACES_SAMPLER` values: parent-based samplers follow
+/// the parent's flag; ratio sampling compares the trace id's last 8 bytes (big-endian) against the ratio, so every
+/// process of a trace decides alike. A new trace kept here is started on the very ids the ratio was drawn on
+/// (``TraceDecision/sampled(_:)`` carries them to `SpanRecorder`), so a worker that draws again on its trace id keeps
+/// it too.
 public struct TraceSampling: Sendable, Equatable {
     /// The `parentbased_*` samplers: a parent's sampled flag decides, the ratio only for a new trace.
     public let followsParent: Bool
@@ -24,30 +21,42 @@ public struct TraceSampling: Sendable, Equatable {
         bound = self.ratio >= 1 ? .max : UInt64(self.ratio * Double(UInt64.max))
     }
 
-    /// The trace this sampling drops, as it then travels: `parent` (the request's or the job's `traceparent`, if it
-    /// had a valid one) with its sampled flag cleared, or a new trace's. Nil when the trace is sampled: swift-otel
-    /// then starts the span, continuing `parent`.
-    public func dropped(parent: Traceparent?, tracestate: String? = nil) -> DroppedTrace? {
+    /// Whether the trace of `parent` (the request's or the job's `traceparent`, if it had a valid one), or a new trace
+    /// for none, is sampled: dropped, it travels as `parent` with its sampled flag cleared, or as a new trace's ids;
+    /// sampled, the context its first span starts in.
+    public func decide(parent: Traceparent?, tracestate: String? = nil) -> TraceDecision {
         if let parent {
-            let sampled: Bool
-            if followsParent {
-                sampled = parent.isSampled
-            } else if bound == 0 {
-                sampled = false  // always_off
-            } else {
-                // A sampled parent is kept: a trace started here was drawn on an id of this sampler's, not on the one
-                // swift-otel then gives it, so its jobs' runs must not be drawn again on that one.
-                sampled = parent.isSampled || admits(parent.traceIDLow)
-            }
-            return sampled ? nil : DroppedTrace(traceparent: parent.unsampled, tracestate: tracestate)
+            let sampled = followsParent ? parent.isSampled : admits(parent.traceIDLow)
+            guard sampled else { return .dropped(DroppedTrace(traceparent: parent.unsampled, tracestate: tracestate)) }
+            var context = InstrumentationContext.topLevel
+            context.spanIdentity = SpanIdentity(remote: parent, tracestate: tracestate)
+            return .sampled(context)
         }
-        if bound == .max { return nil }
         let ids = RandomIDs.next()
-        if admits(ids.traceLow) { return nil }
-        return DroppedTrace(traceparent: Traceparent(traceHigh: ids.traceHigh, traceLow: ids.traceLow, span: ids.span), tracestate: nil)
+        guard admits(ids.traceLow) else {
+            return .dropped(
+                DroppedTrace(traceparent: Traceparent(traceHigh: ids.traceHigh, traceLow: ids.traceLow, span: ids.span), tracestate: nil))
+        }
+        var context = InstrumentationContext.topLevel
+        context.sampledRoot = SampledRoot(traceHigh: ids.traceHigh, traceLow: ids.traceLow)
+        return .sampled(context)
+    }
+
+    /// The trace ``decide(parent:tracestate:)`` drops, nil when it is sampled.
+    public func dropped(parent: Traceparent?, tracestate: String? = nil) -> DroppedTrace? {
+        guard case .dropped(let trace) = decide(parent: parent, tracestate: tracestate) else { return nil }
+        return trace
     }
 
     private func admits(_ traceIDLow: UInt64) -> Bool { bound == .max || traceIDLow < bound }
+}
+
+/// What the sampler decided for a request's or a job's trace.
+public enum TraceDecision: Sendable {
+    /// No span: only the context travels.
+    case dropped(DroppedTrace)
+    /// Its span starts in this context: the remote parent's, or a new trace's ids.
+    case sampled(InstrumentationContext)
 }
 
 /// A trace the sampler dropped, as this process carries it: what it propagates (to a job's record, to an outbound

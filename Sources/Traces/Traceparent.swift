@@ -1,14 +1,18 @@
-/// A W3C `traceparent` header as read here without swift-otel, for the sampling decision taken before any span
-/// (`TraceSampling`): `version-traceid-parentid-flags`, lowercase hex (W3C Trace Context, level 1 §3.2). What a
+/// A W3C `traceparent` header, read for the sampling decision taken before any span (`TraceSampling`) and for the
+/// parent of a span started here (`SpanRecorder`), and written for the context a span sends on: `version-traceid-parentid-flags`, lowercase hex (W3C Trace Context, level 1 §3.2). What a
 /// version-00 reader must refuse is refused (all-zero ids, version `ff`, uppercase, a wrong length); a later version's
 /// header is read for its first four fields, as the specification asks.
 public struct Traceparent: Sendable, Equatable {
     /// The header as version 00 writes it, flags as received.
-    public let text: String
+    public private(set) var text: String
+    /// The trace id's first 8 bytes.
+    public let traceIDHigh: UInt64
     /// The trace id's last 8 bytes, what ratio sampling compares (`TraceSampling`).
     public let traceIDLow: UInt64
+    /// The parent (span) id.
+    public let parentID: UInt64
     /// The sampled flag (the flags' lowest bit).
-    public let isSampled: Bool
+    public private(set) var isSampled: Bool
     /// The 32 hex digits of the trace id.
     public var traceID: Substring { text.dropFirst(3).prefix(32) }
     /// The 16 hex digits of the parent (span) id.
@@ -22,7 +26,9 @@ public struct Traceparent: Sendable, Equatable {
             let traceHigh = Self.hex(bytes[3..<19]), let traceLow = Self.hex(bytes[19..<35]), traceHigh | traceLow != 0,
             let span = Self.hex(bytes[36..<52]), span != 0, let flags = Self.hex(bytes[53..<55])
         else { return nil }
+        traceIDHigh = traceHigh
         traceIDLow = traceLow
+        parentID = span
         isSampled = flags & 1 == 1
         text = version == 0 ? String(header) : "00" + String(decoding: bytes[2..<55], as: UTF8.self)
     }
@@ -32,26 +38,25 @@ public struct Traceparent: Sendable, Equatable {
         guard isSampled else { return self }
         var bytes = Array(text.utf8)
         bytes[54] -= 1  // an odd hex digit, 1…f, less one
-        return Traceparent(text: String(decoding: bytes, as: UTF8.self), traceIDLow: traceIDLow, isSampled: false)
+        var unsampled = self
+        unsampled.text = String(decoding: bytes, as: UTF8.self)
+        unsampled.isSampled = false
+        return unsampled
     }
 
-    private init(text: String, traceIDLow: UInt64, isSampled: Bool) {
-        self.text = text
-        self.traceIDLow = traceIDLow
-        self.isSampled = isSampled
-    }
-
-    /// A new one for a trace started here and not sampled: flags 00.
-    init(traceHigh: UInt64, traceLow: UInt64, span: UInt64) {
+    /// One written here: a span's context as it is sent on (flags 01 when `sampled`), or a new trace's, dropped.
+    init(traceHigh: UInt64, traceLow: UInt64, span: UInt64, sampled: Bool = false) {
+        traceIDHigh = traceHigh
         traceIDLow = traceLow
-        isSampled = false
+        parentID = span
+        isSampled = sampled
         var text = "00-"
         text.reserveCapacity(55)
         Self.append(traceHigh, to: &text)
         Self.append(traceLow, to: &text)
         text += "-"
         Self.append(span, to: &text)
-        text += "-00"
+        text += sampled ? "-01" : "-00"
         self.text = text
     }
 
@@ -68,7 +73,7 @@ public struct Traceparent: Sendable, Equatable {
         return value
     }
 
-    private static func append(_ value: UInt64, to text: inout String) {
+    static func append(_ value: UInt64, to text: inout String) {
         let digits = String(value, radix: 16)
         text += String(repeating: "0", count: 16 - digits.utf8.count)
         text += digits

@@ -1,19 +1,21 @@
+import Foundation
 import Logging
-import OTel
 import ServiceLifecycle
 import Settings
+import TraceExport
 import Traces
 
-/// OpenTelemetry tracing from the standard variables, through swift-otel's OTLP/HTTP exporter. Off unless an OTLP
-/// endpoint is set (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); `OTEL_TRACES_EXPORTER=none`
-/// or `OTEL_SDK_DISABLED=true` turn it off all the same. swift-otel reads the rest: `OTEL_SERVICE_NAME`,
-/// `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`/`_ARG`, `OTEL_PROPAGATORS`, `OTEL_EXPORTER_OTLP_HEADERS`, the
-/// batch processor's `OTEL_BSP_*`; a value it cannot read is logged as a warning and its default kept, as the
+/// OpenTelemetry tracing from the standard variables: spans recorded by `SpanRecorder` and sent by `OTLPExporter`
+/// (OTLP/HTTP, binary protobuf). Off unless an OTLP endpoint is set (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); `OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true` turn it off all the
+/// same. Read too: `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`/`_ARG`, `OTEL_PROPAGATORS`,
+/// `OTEL_EXPORTER_OTLP_HEADERS`, `_TIMEOUT`, `_CERTIFICATE` (each also as `OTEL_EXPORTER_OTLP_TRACES_*`), and the
+/// batch processor's `OTEL_BSP_*`; a value that cannot be read is logged as a warning and its default kept, as the
 /// specification asks.
 enum TracingSetup {
-    /// Whether the variables ask for traces. Throws for what this build cannot do, rather than dying inside the
-    /// exporter or sending what a collector refuses: gRPC (only OTLP/HTTP is built in), OTLP/JSON (swift-otel's ids
-    /// are base64 there) and exporters other than `otlp` and `none`.
+    /// Whether the variables ask for traces. Throws for what this build cannot do, rather than sending what a
+    /// collector cannot read: gRPC and OTLP/JSON (only binary protobuf over HTTP is written), gzip, and exporters
+    /// other than `otlp` and `none`.
     static func isWanted(_ environment: EnvironmentReader) throws -> Bool {
         if environment.text("OTEL_SDK_DISABLED")?.lowercased() == "true" { return false }
         switch environment.text("OTEL_TRACES_EXPORTER")?.lowercased() {
@@ -25,12 +27,17 @@ enum TracingSetup {
         guard environment.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") ?? environment.text("OTEL_EXPORTER_OTLP_ENDPOINT") != nil else {
             return false
         }
-        // http/json too: swift-otel 1.6.0 writes its ids in base64 where OTLP/JSON says hex, and a collector refuses them.
         for variable in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
             if let value = environment.text(variable), value != "http/protobuf" {
                 throw SettingError(variable, "'\(value)' is not supported: http/protobuf, to the collector's port 4318")
             }
         }
+        for variable in ["OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"] {
+            if let value = environment.text(variable), value.lowercased() != "none" {
+                throw SettingError(variable, "'\(value)' is not supported: none (spans are sent uncompressed)")
+            }
+        }
+        _ = try propagates(environment)
         return true
     }
 
@@ -39,37 +46,123 @@ enum TracingSetup {
     static func bootstrap(serviceName: String, environment: EnvironmentReader = .process) throws -> (any Service)? {
         guard try isWanted(environment) else { return nil }
         let statements = try environment.bool("TRACE_STATEMENTS", default: false)
-        var configuration = OTel.Configuration.default
-        configuration.serviceName = serviceName
-        configuration.resourceAttributes["service.version"] = BuildVersion.current
-        configuration.logs.enabled = false
-        configuration.metrics.enabled = false
         let diagnostics = Logger(label: "carbscan.otel")
-        configuration.diagnosticLogger = .custom(diagnostics)
-        configuration.diagnosticLogLevel = .warning
-        let (sampling, values) = try sampling(environment) { diagnostics.warning("\($0)") }
-        let service = try OTel.bootstrap(configuration: configuration, environment: values)
-        TraceSwitch.turnOn(statements: statements, sampling: sampling) { $0.otelIsSampled }
-        return service
+        let warn: (String) -> Void = { diagnostics.warning("\($0)") }
+        let sampling = try sampling(environment, warn: warn)
+        let propagates = try propagates(environment)
+        let (options, batch) = exportOptions(environment, serviceName: serviceName, warn: warn)
+        InstrumentationSystem.bootstrap(SpanRecorder(batch: batch))
+        TraceSwitch.turnOn(statements: statements, sampling: sampling, propagates: propagates)
+        return OTLPExporter(options: options, batch: batch, logger: diagnostics)
     }
 
-    /// The sampling decided before any span (`TraceSampling`), from `OTEL_TRACES_SAMPLER` and `_ARG`, and the variables
-    /// swift-otel is then bootstrapped with: its sampler `always_on`, as it is asked only for sampled spans. With
-    /// propagators other than W3C's `tracecontext` (`OTEL_PROPAGATORS`: b3, jaeger, baggage…) the decision stays
-    /// swift-otel's (nil), as their contexts are only its to read. A value that cannot be read is warned of and the
-    /// default kept (`parentbased_always_on`, a ratio of 1), as the specification asks; the samplers that need a
-    /// remote (Jaeger's, X-Ray's) are refused, where swift-otel would stop the process.
-    static func sampling(
-        _ environment: EnvironmentReader, warn: (String) -> Void
-    ) throws -> (TraceSampling?, [String: String]) {
+    /// Where and how spans are sent, and the batch they wait in, from the OTLP exporter's and the batch span
+    /// processor's variables (a signal's own `OTEL_EXPORTER_OTLP_TRACES_*` before the general one). A number that
+    /// cannot be read is warned of and its default kept, as the specification asks.
+    static func exportOptions(
+        _ environment: EnvironmentReader, serviceName: String, warn: (String) -> Void
+    ) -> (OTLPExportOptions, SpanBatch) {
+        func traces(_ name: String) -> String? {
+            environment.text("OTEL_EXPORTER_OTLP_TRACES_\(name)") ?? environment.text("OTEL_EXPORTER_OTLP_\(name)")
+        }
+        func milliseconds(_ name: String, _ text: String?, default fallback: Int) -> Int {
+            guard let text else { return fallback }
+            guard let number = Int(text), number >= 0 else {
+                warn("\(name): '\(text)' is not a whole number of milliseconds; \(fallback) is used")
+                return fallback
+            }
+            return number
+        }
+        func count(_ name: String, default fallback: Int) -> Int {
+            guard let text = environment.text(name) else { return fallback }
+            guard let number = Int(text), number > 0 else {
+                warn("\(name): '\(text)' is not a whole number above 0; \(fallback) is used")
+                return fallback
+            }
+            return number
+        }
+        let endpoint: String
+        if let whole = environment.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+            endpoint = whole
+        } else {
+            let base = environment.text("OTEL_EXPORTER_OTLP_ENDPOINT") ?? "http://localhost:4318"
+            endpoint = base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
+        }
+        let timeoutName =
+            environment.text("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") != nil
+            ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" : "OTEL_EXPORTER_OTLP_TIMEOUT"
+        let options = OTLPExportOptions(
+            endpoint: endpoint,
+            headers: pairs(traces("HEADERS"), of: "OTEL_EXPORTER_OTLP_HEADERS", warn: warn).map { (name: $0.key, value: $0.value) },
+            timeout: .milliseconds(milliseconds(timeoutName, traces("TIMEOUT"), default: 10_000)),
+            certificate: traces("CERTIFICATE"),
+            scheduleDelay: .milliseconds(
+                milliseconds("OTEL_BSP_SCHEDULE_DELAY", environment.text("OTEL_BSP_SCHEDULE_DELAY"), default: 5000)),
+            exportTimeout: .milliseconds(
+                milliseconds("OTEL_BSP_EXPORT_TIMEOUT", environment.text("OTEL_BSP_EXPORT_TIMEOUT"), default: 30_000)),
+            resource: resource(environment, serviceName: serviceName, warn: warn),
+            version: BuildVersion.current)
+        let batch = SpanBatch(
+            capacity: count("OTEL_BSP_MAX_QUEUE_SIZE", default: 2048), exportSize: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", default: 512))
+        return (options, batch)
+    }
+
+    /// The resource's attributes: `service.name` (`OTEL_SERVICE_NAME`, else the attributes', else the command's),
+    /// `service.version` (`CARBSCAN_VERSION`), `OTEL_RESOURCE_ATTRIBUTES`, and the SDK's `telemetry.sdk.*`.
+    static func resource(_ environment: EnvironmentReader, serviceName: String, warn: (String) -> Void) -> [(key: String, value: String)] {
+        var attributes = [
+            ("service.version", BuildVersion.current), ("telemetry.sdk.name", "carbscan"), ("telemetry.sdk.language", "swift"),
+            ("telemetry.sdk.version", BuildVersion.current),
+        ].map { (key: $0.0, value: $0.1) }
+        for pair in pairs(environment.text("OTEL_RESOURCE_ATTRIBUTES"), of: "OTEL_RESOURCE_ATTRIBUTES", warn: warn) {
+            attributes.removeAll { $0.key == pair.key }
+            attributes.append(pair)
+        }
+        let name = environment.text("OTEL_SERVICE_NAME") ?? attributes.first { $0.key == "service.name" }?.value ?? serviceName
+        attributes.removeAll { $0.key == "service.name" }
+        return [(key: "service.name", value: name)] + attributes
+    }
+
+    /// `key=value` pairs separated by commas, values percent-decoded (W3C Baggage's format, which
+    /// `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_EXPORTER_OTLP_HEADERS` use). A pair without `=`, or with an empty key, is
+    /// warned of and left out; its value is never logged (a header may be a key).
+    static func pairs(_ text: String?, of variable: String, warn: (String) -> Void) -> [(key: String, value: String)] {
+        guard let text else { return [] }
+        var pairs: [(key: String, value: String)] = []
+        for (index, item) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = parts[0].trimmingCharacters(in: .whitespaces)
+            guard parts.count == 2, !key.isEmpty,
+                let value = parts[1].trimmingCharacters(in: .whitespaces).removingPercentEncoding
+            else {
+                warn("\(variable): item \(index + 1) is not key=value; it is left out")
+                continue
+            }
+            pairs.append((key: key, value: value))
+        }
+        return pairs
+    }
+
+    /// Whether contexts travel as W3C Trace Context (`OTEL_PROPAGATORS`: `tracecontext`, the default, or `none`).
+    /// The others (`baggage`, `b3`, `b3multi`, `jaeger`, `xray`, `ottrace`) are refused by name rather than dropped
+    /// in silence: a trace would break at this process.
+    static func propagates(_ environment: EnvironmentReader) throws -> Bool {
+        guard let text = environment.text("OTEL_PROPAGATORS") else { return true }
+        let names = Set(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+        if names.contains("none") { return false }
+        if let other = names.subtracting(["tracecontext"]).sorted().first {
+            throw SettingError("OTEL_PROPAGATORS", "'\(other)' is not supported: tracecontext (the default) or none")
+        }
+        return true
+    }
+
+    /// The sampling decided before any span (`TraceSampling`), from `OTEL_TRACES_SAMPLER` and `_ARG`. A value that
+    /// cannot be read is warned of and the default kept (`parentbased_always_on`, a ratio of 1), as the specification
+    /// asks; the samplers that need a remote (Jaeger's, X-Ray's) are refused.
+    static func sampling(_ environment: EnvironmentReader, warn: (String) -> Void) throws -> TraceSampling {
         let name = environment.text("OTEL_TRACES_SAMPLER")?.lowercased() ?? "parentbased_always_on"
         if ["jaeger_remote", "parentbased_jaeger_remote", "xray"].contains(name) {
             throw SettingError("OTEL_TRACES_SAMPLER", "'\(name)' is not supported: always_on, always_off, traceidratio or parentbased_*")
-        }
-        if let propagators = environment.text("OTEL_PROPAGATORS"),
-            Set(propagators.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }) != ["tracecontext"]
-        {
-            return (nil, environment.values)
         }
         func ratio() -> Double {
             guard let text = environment.text("OTEL_TRACES_SAMPLER_ARG") else { return 1 }
@@ -79,22 +172,17 @@ enum TracingSetup {
             }
             return ratio
         }
-        let sampling: TraceSampling
         switch name {
-        case "always_on": sampling = TraceSampling(followsParent: false, ratio: 1)
-        case "always_off": sampling = TraceSampling(followsParent: false, ratio: 0)
-        case "traceidratio": sampling = TraceSampling(followsParent: false, ratio: ratio())
-        case "parentbased_always_on": sampling = TraceSampling(followsParent: true, ratio: 1)
-        case "parentbased_always_off": sampling = TraceSampling(followsParent: true, ratio: 0)
-        case "parentbased_traceidratio": sampling = TraceSampling(followsParent: true, ratio: ratio())
+        case "always_on": return TraceSampling(followsParent: false, ratio: 1)
+        case "always_off": return TraceSampling(followsParent: false, ratio: 0)
+        case "traceidratio": return TraceSampling(followsParent: false, ratio: ratio())
+        case "parentbased_always_on": return TraceSampling(followsParent: true, ratio: 1)
+        case "parentbased_always_off": return TraceSampling(followsParent: true, ratio: 0)
+        case "parentbased_traceidratio": return TraceSampling(followsParent: true, ratio: ratio())
         default:
             warn("OTEL_TRACES_SAMPLER: '\(name)' is not a known sampler; parentbased_always_on is used")
-            sampling = TraceSampling(followsParent: true, ratio: 1)
+            return TraceSampling(followsParent: true, ratio: 1)
         }
-        var values = environment.values
-        values["OTEL_TRACES_SAMPLER"] = "always_on"
-        values["OTEL_TRACES_SAMPLER_ARG"] = nil
-        return (sampling, values)
     }
 
     /// `services` behind the exporter's service, when tracing is on: a service group stops its services in reverse.
@@ -105,13 +193,14 @@ enum TracingSetup {
         return [.init(service: tracing)] + services
     }
 
-    /// Log lines written inside a span carry its `trace_id` and `span_id`; inside a trace the sampler dropped, which
-    /// has no span here, its `trace_id` and `trace_flags` 0.
+    /// Log lines written inside a span carry its `trace_id`, `span_id` and `trace_flags`; inside a trace the sampler
+    /// dropped, which has no span here, its `trace_id` and `trace_flags` 0.
     static var logMetadata: Logger.MetadataProvider {
-        let spans = OTel.makeLoggingMetadataProvider()
-        return Logger.MetadataProvider {
-            guard let dropped = InstrumentationContext.current?.droppedTrace else { return spans.get() }
-            return ["trace_id": "\(dropped.traceparent.traceID)", "trace_flags": "0"]
+        Logger.MetadataProvider {
+            guard let context = InstrumentationContext.current else { return [:] }
+            if let dropped = context.droppedTrace { return ["trace_id": "\(dropped.traceparent.traceID)", "trace_flags": "0"] }
+            guard let span = context.spanIdentity, !span.isRemote else { return [:] }
+            return ["trace_id": "\(span.traceID)", "span_id": "\(span.spanIDText)", "trace_flags": span.isSampled ? "1" : "0"]
         }
     }
 }

@@ -60,11 +60,12 @@ import Traces
         #expect(tenth.dropped(parent: high)?.traceparent == high)
         #expect(TraceSampling(followsParent: false, ratio: 1).dropped(parent: high) == nil)
         #expect(TraceSampling(followsParent: false, ratio: 0).dropped(parent: low) != nil)
-        // A sampled parent is kept (a trace this process started was drawn on another id than the one it got), except
-        // by always_off.
+        // A sampled parent's flag is not followed: the id decides, and the trace travels on unsampled.
         let sampledHigh = try #require(Traceparent("00-0000000000000001f000000000000000-00f067aa0ba902b7-01"))
-        #expect(tenth.dropped(parent: sampledHigh) == nil)
-        #expect(TraceSampling(followsParent: false, ratio: 0).dropped(parent: sampledHigh)?.traceparent.isSampled == false)
+        let sampledLow = try #require(Traceparent("00-ffffffffffffffff0000000000000001-00f067aa0ba902b7-01"))
+        #expect(tenth.dropped(parent: sampledHigh)?.traceparent.isSampled == false)
+        #expect(tenth.dropped(parent: sampledLow) == nil)
+        #expect(TraceSampling(followsParent: false, ratio: 0).dropped(parent: sampledLow)?.traceparent.isSampled == false)
     }
 
     @Test func newTracesAreSampledAtTheRatio() throws {

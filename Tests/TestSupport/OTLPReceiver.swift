@@ -198,6 +198,13 @@ public final class OTLPReceiver: @unchecked Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// The next exports are refused, one per entry, with `status` (and `Retry-After` seconds when given), as a collector
+    /// under load (429, 503) or one rejecting a batch (400) answers; their spans are not kept.
+    public func refuse(_ answers: [(status: Int, retryAfter: Int?)]) throws {
+        let lines = answers.map { answer in answer.retryAfter.map { "\(answer.status) \($0)\n" } ?? "\(answer.status)\n" }
+        try lines.joined().write(to: directory.appendingPathComponent("refusals"), atomically: true, encoding: .utf8)
+    }
+
     /// Starts the receiver on a free loopback port and waits until it listens.
     public static func start() async throws -> OTLPReceiver {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("otlp-receiver-\(UUID().uuidString)")

@@ -17,6 +17,9 @@ Prints "port PORT" once it listens on a free loopback port; exits when the proce
       413  a body over 20 MiB, before or after decompression (the spec's recommended limit)
       415  another Content-Type, or a Content-Encoding other than gzip or identity (with `Accept-Encoding: gzip`)
       500  only for a bug of the receiver's own (recorded like the others)
+  A test may script refusals, as a collector under load or one that rejects a batch answers: each line of
+  DIR/refusals ("STATUS" or "STATUS RETRY_AFTER_SECONDS") answers one valid export in turn, with that status, a
+  Status whose message is "refused as the test asked", and Retry-After when given; its spans are not kept.
   DIR/spans.jsonl  one line per span received, written before the 200 is sent: trace_id, span_id, parent_span_id
       (lowercase hex, "" for a root span), name, kind (SERVER, CLIENT, PRODUCER, CONSUMER, INTERNAL, UNSPECIFIED),
       service (the resource's service.name, null without one), scope (the instrumentation scope's name), resource and
@@ -206,6 +209,22 @@ def append(name, lines):
         file.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
+def next_refusal():
+    """The first line of DIR/refusals, taken out of it; None when there is none."""
+    path = os.path.join(directory, "refusals")
+    with write_lock:
+        try:
+            with open(path) as file:
+                lines = file.read().splitlines()
+        except FileNotFoundError:
+            return None
+        if not lines:
+            return None
+        with open(path, "w") as file:
+            file.write("".join(line + "\n" for line in lines[1:]))
+        return lines[0]
+
+
 class Receiver(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as OTLP clients expect
     server_version = "otlp_receiver"
@@ -272,6 +291,10 @@ class Receiver(BaseHTTPRequestHandler):
             raise Refused(404, f"no {path} here: this receiver takes traces only, at /v1/traces")
         if self.command != "POST":
             raise Refused(405, f"{self.command} is not allowed: OTLP/HTTP exports are POSTs", [("Allow", "POST")])
+        refusal = next_refusal()
+        if refusal:
+            status, *retry = refusal.split()
+            raise Refused(int(status), "refused as the test asked", [("Retry-After", retry[0])] if retry else [])
         if content_type not in (PROTOBUF, JSON):
             raise Refused(415, f"Content-Type {self.headers.get('Content-Type')!r} is neither {PROTOBUF} nor {JSON}")
         encoding = self.headers.get("Content-Encoding", "").strip().lower()

@@ -1,0 +1,93 @@
+/// Protocol Buffers' binary wire format, as much of it as OTLP's trace messages use: varints, fixed 32- and 64-bit
+/// numbers, length-delimited bytes, strings and nested messages (https://protobuf.dev/programming-guides/encoding/).
+///
+/// Written here instead of swift-protobuf's generated types, whose generic visitor (`traverse`) was 5% of the API's
+/// CPU at 100% sampling (perf, 2026-11-28), and which needs its code generator. A nested message is written in place
+/// and its length put before it once known (a move of its bytes, once per level: 3 levels above a span).
+struct ProtobufWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 0) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    private enum WireType: UInt64 {
+        case varint = 0
+        case fixed64 = 1
+        case lengthDelimited = 2
+        case fixed32 = 5
+    }
+
+    private mutating func tag(_ field: UInt64, _ type: WireType) { varint(field << 3 | type.rawValue) }
+
+    private mutating func varint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    /// `int64`, `uint32`, `bool` and enum fields (a negative `int64` as its two's complement, 10 bytes).
+    mutating func varint(_ field: UInt64, _ value: UInt64) {
+        tag(field, .varint)
+        varint(value)
+    }
+
+    mutating func fixed64(_ field: UInt64, _ value: UInt64) {
+        tag(field, .fixed64)
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func fixed32(_ field: UInt64, _ value: UInt32) {
+        tag(field, .fixed32)
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func double(_ field: UInt64, _ value: Double) { fixed64(field, value.bitPattern) }
+
+    mutating func string(_ field: UInt64, _ value: String) {
+        var value = value
+        value.withUTF8 { bytes(field, $0) }
+    }
+
+    mutating func bytes(_ field: UInt64, _ value: UnsafeBufferPointer<UInt8>) {
+        tag(field, .lengthDelimited)
+        varint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    /// Ids: `count` bytes of `value`, big-endian (the order their hex is written in).
+    mutating func id(_ field: UInt64, _ values: UInt64...) {
+        tag(field, .lengthDelimited)
+        varint(UInt64(values.count * 8))
+        for value in values { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
+    }
+
+    /// A message already written by a writer of its own (a resource, a scope: the same in every export).
+    mutating func message(_ field: UInt64, encoded: [UInt8]) {
+        encoded.withUnsafeBufferPointer { bytes(field, $0) }
+    }
+
+    /// A nested message, written by `body`.
+    mutating func message(_ field: UInt64, _ body: (inout ProtobufWriter) -> Void) {
+        tag(field, .lengthDelimited)
+        let start = bytes.count
+        body(&self)
+        var length = UInt64(bytes.count - start)
+        // The length's varint, put before the message.
+        var prefix: (UInt64, UInt64) = (0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &prefix) { prefix in
+            while length >= 0x80 {
+                prefix[count] = UInt8(truncatingIfNeeded: length) | 0x80
+                length >>= 7
+                count += 1
+            }
+            prefix[count] = UInt8(length)
+            count += 1
+            bytes.insert(contentsOf: prefix.prefix(count), at: start)
+        }
+    }
+}
