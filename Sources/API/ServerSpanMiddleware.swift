@@ -10,8 +10,8 @@ import Traces
 /// (`ops/bench/tracing.sh`, 2026-11-27: GET /meals −15.5%, POST /logins −19% with nothing sampled): it builds every
 /// attribute of a span that records nothing, and it always wraps the response's body in a closure to end the span
 /// after the last byte, which takes the response off Hummingbird's one-write path (head, body and end as one batch)
-/// onto three writes. Here a span that is not recording gets no attributes and ends when the handler returns (nothing
-/// of it is kept, so when it ends does not matter); only a recording span waits for the body's last byte.
+/// onto three writes. Here a span that is not recording gets no attributes, and a recorded one ends as a body of known
+/// length is handed over; only a stream's span waits for its last byte.
 struct ServerSpanMiddleware: RouterMiddleware {
     typealias Context = APIContext
 
@@ -31,58 +31,72 @@ struct ServerSpanMiddleware: RouterMiddleware {
         case nil: return try await next(request, context)
         }
         let method = request.method.rawValue
-        let span = startSpan(method, context: parent, ofKind: .server)
-        if span.isRecording { span.updateAttributes { describe(request, context: context, into: &$0) } }
+        let span = TraceSwitch.startSpan(method, context: parent, ofKind: .server)
+        // Described here and handed to the span once, as it ends: each attribute set on a span copies its dictionary.
+        var attributes = describe(request, context: context)
         do {
-            var response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
-            guard span.isRecording else {
-                span.end()
-                return response
+            let response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
+            finish(span, method: method, context: context, status: Int(response.status.code), into: &attributes)
+            guard let length = response.body.contentLength else {
+                // A stream (server-sent events): the span ends after its last byte.
+                span.attributes = SpanAttributes(attributes)
+                return endingAfterBody(response, span: span)
             }
-            finish(span, method: method, context: context, status: Int(response.status.code))
-            span.attributes["http.response.body.size"] = response.body.contentLength
-            let body = response.body
-            let owner = SpanOwner(span)
-            response.body = ResponseBody(contentLength: body.contentLength) { writer in
-                defer { owner.end() }
-                try await body.write(writer)
-            }
+            // A body of known length ends the span as it is handed over, a few µs before its bytes are written:
+            // wrapping it would take it off Hummingbird's one-write path (head, body and end as one batch).
+            attributes["http.response.body.size"] = .int64(Int64(length))
+            span.attributes = SpanAttributes(attributes)
+            span.end()
             return response
         } catch {
-            if span.isRecording {
-                let status = (error as? any HTTPResponseError)?.status.code ?? 500
-                finish(span, method: method, context: context, status: status)
-                if status >= 500 { span.setStatus(.init(code: .error)) }
-                span.recordError(error)
-            }
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            finish(span, method: method, context: context, status: status, into: &attributes)
+            span.attributes = SpanAttributes(attributes)
+            if status >= 500 { span.setStatus(.init(code: .error)) }
+            span.recordError(error)
             span.end()
             throw error
         }
     }
 
-    private func describe(_ request: Request, context: Context, into attributes: inout SpanAttributes) {
-        attributes["http.request.method"] = request.method.rawValue
-        attributes["url.path"] = request.uri.path
-        attributes["url.scheme"] = "http"
-        if let query = request.uri.query, !query.isEmpty {
-            attributes["url.query"] = request.uri.queryParameters
-                .map { redactedQueryParameters.contains($0.key) ? "\($0.key)=REDACTED" : "\($0.key)=\($0.value)" }
-                .joined(separator: "&")
+    /// The response whose body ends the span once written (or abandoned).
+    private func endingAfterBody(_ response: Response, span: any Span) -> Response {
+        var response = response
+        let body = response.body
+        let owner = SpanOwner(span)
+        response.body = ResponseBody(contentLength: body.contentLength) { writer in
+            defer { owner.end() }
+            try await body.write(writer)
         }
-        if let agent = request.headers[.userAgent] { attributes["user_agent.original"] = agent }
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }) { attributes["http.request.body.size"] = length }
-        if let type = request.headers[.contentType] { attributes["http.request.header.content_type"] = [type] }
-        if let peer = context.peerIP { attributes["network.peer.address"] = peer }
-        if let client = context.remoteIP { attributes["client.address"] = client }
+        return response
+    }
+
+    private func describe(_ request: Request, context: Context) -> [String: SpanAttribute] {
+        var attributes = [String: SpanAttribute](minimumCapacity: 16)
+        attributes["http.request.method"] = .string(request.method.rawValue)
+        attributes["url.path"] = .string(request.uri.path)
+        attributes["url.scheme"] = .string("http")
+        if let query = request.uri.query, !query.isEmpty {
+            attributes["url.query"] = .string(
+                request.uri.queryParameters
+                    .map { redactedQueryParameters.contains($0.key) ? "\($0.key)=REDACTED" : "\($0.key)=\($0.value)" }
+                    .joined(separator: "&"))
+        }
+        if let agent = request.headers[.userAgent] { attributes["user_agent.original"] = .string(agent) }
+        if let length = request.headers[.contentLength].flatMap({ Int64($0) }) { attributes["http.request.body.size"] = .int64(length) }
+        if let type = request.headers[.contentType] { attributes["http.request.header.content_type"] = .stringArray([type]) }
+        if let peer = context.peerIP { attributes["network.peer.address"] = .string(peer) }
+        if let client = context.remoteIP { attributes["client.address"] = .string(client) }
+        return attributes
     }
 
     /// The route, known once the router has matched it, names the span (`{method} {route}`).
-    private func finish(_ span: any Span, method: String, context: Context, status: Int) {
+    private func finish(_ span: any Span, method: String, context: Context, status: Int, into attributes: inout [String: SpanAttribute]) {
         if let route = context.endpointPath {
             span.operationName = "\(method) \(route)"
-            span.attributes["http.route"] = route
+            attributes["http.route"] = .string(route)
         }
-        span.attributes["http.response.status_code"] = status
+        attributes["http.response.status_code"] = .int64(Int64(status))
     }
 }
 

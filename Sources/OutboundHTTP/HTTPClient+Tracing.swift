@@ -10,7 +10,7 @@ struct ClientSpan: Sendable {
 
     /// Starts the span of `request` and adds its context's headers to it (replacing any of the same name).
     init(_ request: inout HTTPRequest) {
-        span = startSpan(request.method.rawValue, ofKind: .client)
+        span = TraceSwitch.startSpan(request.method.rawValue, ofKind: .client)
         let target = Self.target(of: request.url)
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue

@@ -11,7 +11,12 @@ package final class HTTPRequestBody: @unchecked Sendable {
         count = bytes.count
         // One spare byte so an empty body still has a valid address.
         storage = .allocate(byteCount: count + 1, alignment: 1)
-        _ = storage.initializeMemory(as: UInt8.self, from: bytes)
+        // One copy of contiguous bytes (an array, a string's UTF-8): the generic element-by-element copy, unspecialized
+        // across the module boundary, cost a 190 KB trace export 35 samples per 1,000 API requests (perf, 2026-11-28).
+        let copied = bytes.withContiguousStorageIfAvailable { [storage] source in
+            storage.copyMemory(from: UnsafeRawBufferPointer(source))
+        }
+        if copied == nil { _ = storage.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
     /// The text's UTF-8 bytes.

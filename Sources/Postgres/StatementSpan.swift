@@ -8,7 +8,7 @@ enum StatementSpan {
         _ body: () async throws -> T
     ) async throws -> T {
         let operation = String(sql.drop { $0.isWhitespace }.prefix { !$0.isWhitespace }).uppercased()
-        return try await withSpan(operation.isEmpty ? "postgresql" : operation, ofKind: .client) { span in
+        return try await TraceSwitch.withSpan(operation.isEmpty ? "postgresql" : operation, ofKind: .client) { span in
             span.updateAttributes { attributes in
                 attributes["db.system.name"] = "postgresql"
                 attributes["db.operation.name"] = operation

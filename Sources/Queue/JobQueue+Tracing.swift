@@ -22,7 +22,7 @@ extension JobQueue {
     /// `enqueue` as a producer span of the current trace; the job carries the span's context.
     func tracedEnqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions) async throws -> EnqueueResult {
         let queue = catalog[kind]?.queue ?? kind
-        return try await withSpan("send \(queue)", ofKind: .producer) { span in
+        return try await TraceSwitch.withSpan("send \(queue)", ofKind: .producer) { span in
             let id = options.id ?? .random()
             if span.isRecording {
                 span.updateAttributes { MessagingSpan.attributes(queue: queue, operation: "send", job: id, kind: kind, into: &$0) }

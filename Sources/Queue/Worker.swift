@@ -462,7 +462,7 @@ public final class Worker: Service {
         case .sampled(let context): parent = context
         case nil: return await untracedExecute(job, handler: handler, began: began)
         }
-        await withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
+        await TraceSwitch.withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
             guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }
             span.updateAttributes { attributes in
                 MessagingSpan.attributes(queue: queueName, operation: "process", job: job.id, kind: job.kind, into: &attributes)

@@ -8,7 +8,7 @@ enum ScriptSpan {
         _ script: RedisScript, _ configuration: RedisConfiguration, isolation: isolated (any Actor)? = #isolation,
         _ body: () async throws -> T
     ) async throws -> T {
-        try await withSpan("EVALSHA \(script.name)", ofKind: .client) { span in
+        try await TraceSwitch.withSpan("EVALSHA \(script.name)", ofKind: .client) { span in
             span.updateAttributes { attributes in
                 attributes["db.system.name"] = "redis"
                 attributes["db.operation.name"] = "EVALSHA"

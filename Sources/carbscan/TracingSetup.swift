@@ -51,8 +51,9 @@ enum TracingSetup {
         let sampling = try sampling(environment, warn: warn)
         let propagates = try propagates(environment)
         let (options, batch) = exportOptions(environment, serviceName: serviceName, warn: warn)
-        InstrumentationSystem.bootstrap(SpanRecorder(batch: batch))
-        TraceSwitch.turnOn(statements: statements, sampling: sampling, propagates: propagates)
+        let recorder = SpanRecorder(batch: batch)
+        InstrumentationSystem.bootstrap(recorder)
+        TraceSwitch.turnOn(recorder: recorder, statements: statements, sampling: sampling, propagates: propagates)
         return OTLPExporter(options: options, batch: batch, logger: diagnostics)
     }
 

@@ -46,7 +46,7 @@ public struct SpanRecorder: Tracer {
                 traceHigh: ids.traceHigh, traceLow: ids.traceLow, spanID: ids.span, isSampled: true, tracestate: nil, isRemote: false)
         }
         var spanContext = parent
-        spanContext.sampledRoot = nil
+        if parent.sampledRoot != nil { spanContext.sampledRoot = nil }
         spanContext.spanIdentity = identity
         return .recorded(
             RecordedSpan(
