@@ -6,7 +6,7 @@ Tests/TestSupport/otlp_receiver.py, decodes and checks every span instead).
   python3 otlp_sink.py PORT
 
 GET /stats gives the requests and body bytes received. One asyncio loop with a bare HTTP/1.1 protocol
-(Content-Length bodies, keep-alive: what AsyncHTTPClient sends), as slow_model.py does.
+(Content-Length bodies, keep-alive: what the exporter sends over libcurl), as slow_model.py does.
 """
 
 import asyncio
