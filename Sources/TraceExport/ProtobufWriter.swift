@@ -21,12 +21,23 @@ struct ProtobufWriter {
     private mutating func tag(_ field: UInt64, _ type: WireType) { varint(field << 3 | type.rawValue) }
 
     private mutating func varint(_ value: UInt64) {
+        Self.withVarint(value) { bytes.append(contentsOf: $0) }
+    }
+
+    /// `value` as a varint, in a buffer on the stack: 7 bits a byte, low bits first, the high bit set on all but the last.
+    private static func withVarint(_ value: UInt64, _ body: (UnsafeRawBufferPointer) -> Void) {
         var value = value
-        while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
+        var buffer: (UInt64, UInt64) = (0, 0)  // 16 bytes: a varint takes at most 10
+        withUnsafeMutableBytes(of: &buffer) { buffer in
+            var count = 0
+            while value >= 0x80 {
+                buffer[count] = UInt8(truncatingIfNeeded: value) | 0x80
+                value >>= 7
+                count += 1
+            }
+            buffer[count] = UInt8(value)
+            body(UnsafeRawBufferPointer(rebasing: buffer[...count]))
         }
-        bytes.append(UInt8(value))
     }
 
     /// `int64`, `uint32`, `bool` and enum fields (a negative `int64` as its two's complement, 10 bytes).
@@ -75,19 +86,7 @@ struct ProtobufWriter {
         tag(field, .lengthDelimited)
         let start = bytes.count
         body(&self)
-        var length = UInt64(bytes.count - start)
         // The length's varint, put before the message.
-        var prefix: (UInt64, UInt64) = (0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &prefix) { prefix in
-            while length >= 0x80 {
-                prefix[count] = UInt8(truncatingIfNeeded: length) | 0x80
-                length >>= 7
-                count += 1
-            }
-            prefix[count] = UInt8(length)
-            count += 1
-            bytes.insert(contentsOf: prefix.prefix(count), at: start)
-        }
+        Self.withVarint(UInt64(bytes.count - start)) { bytes.insert(contentsOf: $0, at: start) }
     }
 }

@@ -7,8 +7,7 @@ public enum TraceCarrier {
         guard TraceSwitch.isOn, let context = InstrumentationContext.current else { return nil }
         if let dropped = context.droppedTrace { return dropped.carried }
         guard TraceSwitch.isPropagating, let span = context.spanIdentity else { return nil }
-        let traceparent = "traceparent=" + span.traceparent.text
-        return span.tracestate.map { "\(traceparent)\ntracestate=\($0)" } ?? traceparent
+        return span.traceparent.carried(tracestate: span.tracestate)
     }
 
     /// What W3C Trace Context sends for `context`, by name (`traceparent`, `tracestate`): a job's record's text, an
@@ -16,9 +15,7 @@ public enum TraceCarrier {
     public static func propagated(_ context: InstrumentationContext) -> [String: String] {
         if let dropped = context.droppedTrace { return dropped.fields }
         guard TraceSwitch.isPropagating, let span = context.spanIdentity else { return [:] }
-        var fields = ["traceparent": span.traceparent.text]
-        if let tracestate = span.tracestate { fields["tracestate"] = tracestate }
-        return fields
+        return span.traceparent.fields(tracestate: span.tracestate)
     }
 
     /// The context that `text` carries (a context with nothing in it for nil or text that holds no valid
@@ -30,9 +27,15 @@ public enum TraceCarrier {
     /// The context that `fields` (a carried text's, ``fields(of:)``) hold: their `traceparent` as a remote parent.
     package static func context(of fields: [String: String]?) -> InstrumentationContext {
         var context = InstrumentationContext.topLevel
-        guard TraceSwitch.isPropagating, let parent = fields?["traceparent"].flatMap(Traceparent.init) else { return context }
-        context.spanIdentity = SpanIdentity(remote: parent, tracestate: fields?["tracestate"])
+        context.spanIdentity = remoteParent(traceparent: fields?["traceparent"], tracestate: fields?["tracestate"])
         return context
+    }
+
+    /// The remote parent a valid `traceparent` (and its `tracestate`) names; nil for none, or while contexts do not
+    /// travel (`OTEL_PROPAGATORS=none`).
+    static func remoteParent(traceparent: String?, tracestate: String?) -> SpanIdentity? {
+        guard TraceSwitch.isPropagating, let parent = traceparent.flatMap(Traceparent.init) else { return nil }
+        return SpanIdentity(remote: parent, tracestate: tracestate)
     }
 
     /// The trace id (32 hex digits) of a carried W3C `traceparent`, for operators (the dashboard's job page).

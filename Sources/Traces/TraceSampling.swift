@@ -66,16 +66,10 @@ public struct DroppedTrace: Sendable, Equatable {
     public let tracestate: String?
 
     /// What the propagators would send: `traceparent`, and `tracestate` when the trace came with one.
-    public var fields: [String: String] {
-        var fields = ["traceparent": traceparent.text]
-        if let tracestate { fields["tracestate"] = tracestate }
-        return fields
-    }
+    public var fields: [String: String] { traceparent.fields(tracestate: tracestate) }
 
     /// As a job's record carries a trace context (`TraceCarrier`): `name=value` lines, sorted by name.
-    public var carried: String {
-        tracestate.map { "traceparent=\(traceparent.text)\ntracestate=\($0)" } ?? "traceparent=\(traceparent.text)"
-    }
+    public var carried: String { traceparent.carried(tracestate: tracestate) }
 }
 
 private enum DroppedTraceKey: InstrumentationContextKey {

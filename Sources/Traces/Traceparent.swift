@@ -60,6 +60,18 @@ public struct Traceparent: Sendable, Equatable {
         self.text = text
     }
 
+    /// The W3C Trace Context fields that carry it, with `tracestate` when there is one: an outbound call's headers.
+    public func fields(tracestate: String?) -> [String: String] {
+        var fields = ["traceparent": text]
+        if let tracestate { fields["tracestate"] = tracestate }
+        return fields
+    }
+
+    /// The same as a job's record carries them (`TraceCarrier`): `name=value` lines, sorted by name.
+    public func carried(tracestate: String?) -> String {
+        tracestate.map { "traceparent=\(text)\ntracestate=\($0)" } ?? "traceparent=\(text)"
+    }
+
     /// The value of 1 to 16 lowercase hex digits; nil for anything else.
     private static func hex(_ digits: ArraySlice<UInt8>) -> UInt64? {
         var value: UInt64 = 0

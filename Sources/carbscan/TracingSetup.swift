@@ -63,17 +63,22 @@ enum TracingSetup {
     static func exportOptions(
         _ environment: EnvironmentReader, serviceName: String, warn: (String) -> Void
     ) -> (OTLPExportOptions, SpanBatch) {
-        func traces(_ name: String) -> String? {
-            environment.text("OTEL_EXPORTER_OTLP_TRACES_\(name)") ?? environment.text("OTEL_EXPORTER_OTLP_\(name)")
+        /// The signal's own variable if set, else the general one: which, and its value.
+        func traces(_ name: String) -> (variable: String, text: String)? {
+            for variable in ["OTEL_EXPORTER_OTLP_TRACES_\(name)", "OTEL_EXPORTER_OTLP_\(name)"] {
+                if let text = environment.text(variable) { return (variable, text) }
+            }
+            return nil
         }
-        func milliseconds(_ name: String, _ text: String?, default fallback: Int) -> Int {
-            guard let text else { return fallback }
+        func milliseconds(_ setting: (variable: String, text: String)?, default fallback: Int) -> Int {
+            guard let (variable, text) = setting else { return fallback }
             guard let number = Int(text), number >= 0 else {
-                warn("\(name): '\(text)' is not a whole number of milliseconds; \(fallback) is used")
+                warn("\(variable): '\(text)' is not a whole number of milliseconds; \(fallback) is used")
                 return fallback
             }
             return number
         }
+        func processor(_ variable: String) -> (variable: String, text: String)? { environment.text(variable).map { (variable, $0) } }
         func count(_ name: String, default fallback: Int) -> Int {
             guard let text = environment.text(name) else { return fallback }
             guard let number = Int(text), number > 0 else {
@@ -89,18 +94,14 @@ enum TracingSetup {
             let base = environment.text("OTEL_EXPORTER_OTLP_ENDPOINT") ?? "http://localhost:4318"
             endpoint = base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
         }
-        let timeoutName =
-            environment.text("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") != nil
-            ? "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT" : "OTEL_EXPORTER_OTLP_TIMEOUT"
+        let headers = traces("HEADERS")
         let options = OTLPExportOptions(
             endpoint: endpoint,
-            headers: pairs(traces("HEADERS"), of: "OTEL_EXPORTER_OTLP_HEADERS", warn: warn).map { (name: $0.key, value: $0.value) },
-            timeout: .milliseconds(milliseconds(timeoutName, traces("TIMEOUT"), default: 10_000)),
-            certificate: traces("CERTIFICATE"),
-            scheduleDelay: .milliseconds(
-                milliseconds("OTEL_BSP_SCHEDULE_DELAY", environment.text("OTEL_BSP_SCHEDULE_DELAY"), default: 5000)),
-            exportTimeout: .milliseconds(
-                milliseconds("OTEL_BSP_EXPORT_TIMEOUT", environment.text("OTEL_BSP_EXPORT_TIMEOUT"), default: 30_000)),
+            headers: pairs(headers?.text, of: headers?.variable ?? "", warn: warn).map { (name: $0.key, value: $0.value) },
+            timeout: .milliseconds(milliseconds(traces("TIMEOUT"), default: 10_000)),
+            certificate: traces("CERTIFICATE")?.text,
+            scheduleDelay: .milliseconds(milliseconds(processor("OTEL_BSP_SCHEDULE_DELAY"), default: 5000)),
+            exportTimeout: .milliseconds(milliseconds(processor("OTEL_BSP_EXPORT_TIMEOUT"), default: 30_000)),
             resource: resource(environment, serviceName: serviceName, warn: warn),
             version: BuildVersion.current)
         let batch = SpanBatch(

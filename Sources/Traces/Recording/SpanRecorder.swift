@@ -67,10 +67,10 @@ public struct SpanRecorder: Tracer {
         _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
     )
     where Extract.Carrier == Carrier {
-        guard TraceSwitch.isPropagating, let parent = extractor.extract(key: "traceparent", from: carrier).flatMap(Traceparent.init) else {
-            return
-        }
-        context.spanIdentity = SpanIdentity(remote: parent, tracestate: extractor.extract(key: "tracestate", from: carrier))
+        let parent = TraceCarrier.remoteParent(
+            traceparent: extractor.extract(key: "traceparent", from: carrier),
+            tracestate: extractor.extract(key: "tracestate", from: carrier))
+        if let parent { context.spanIdentity = parent }
     }
 }
 
