@@ -409,22 +409,40 @@ public final class Worker: Service {
         for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
         // The task captures no spec (some 500 bytes per job held): `finish` looks it up again in the immutable catalog.
         let task: Task<Void, Never>
-        if spec.gated {
-            // Bound around the task's creation, which copies it: the job's own frames stay as they are.
-            task = LaneGate.$current.withValue(LaneGate(queue: queue, shard: job.queue, id: job.id)) {
-                Task { await self.execute(job, handler: handler) }
-            }
-        } else {
-            task = Task { await self.execute(job, handler: handler) }
+        switch TraceSwitch.isOn ? Self.trace(of: job) : nil {
+        case .dropped(let dropped):
+            // A dropped trace has no span, only its context for the calls the job makes: bound around the task's
+            // creation, which copies it, rather than by a frame of its own in every job.
+            task = InstrumentationContext.$current.withValue(.dropped(dropped)) { spawn(job, handler: handler, gated: spec.gated) }
+        case .sampled(let parent): task = spawn(job, handler: handler, gated: spec.gated, parent: parent)
+        case nil: task = spawn(job, handler: handler, gated: spec.gated)
         }
         inFlight.attach(task, to: job)
     }
 
+    /// The sampler's decision for the trace the job's producer started (a new trace for a job enqueued without one: a
+    /// cron fire, a bulk enqueue).
+    private static func trace(of job: ReservedJob) -> TraceDecision? {
+        let carried = job.traceContext.map(TraceCarrier.fields(of:))
+        return TraceSwitch.decide(traceparent: carried?["traceparent"]?[...], tracestate: carried?["tracestate"]?[...])
+    }
+
+    /// The job's task; `parent`, the context of the sampled trace its span starts in.
+    private func spawn(
+        _ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, parent: InstrumentationContext? = nil
+    ) -> Task<Void, Never> {
+        guard gated else { return Task { await self.execute(job, handler: handler, parent: parent) } }
+        // Bound around the task's creation, which copies it: the job's own frames stay as they are.
+        return LaneGate.$current.withValue(LaneGate(queue: queue, shard: job.queue, id: job.id)) {
+            Task { await self.execute(job, handler: handler, parent: parent) }
+        }
+    }
+
     /// The job's task. Only the handler's call is awaited: its frame stays allocated for as long as the job runs
     /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
-    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler) async {
+    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler, parent: InstrumentationContext?) async {
         let began = ContinuousClock.now
-        if TraceSwitch.isOn { return await tracedExecute(job, handler: handler, began: began) }
+        if let parent { return await tracedExecute(job, handler: handler, parent: parent, began: began) }
         // Inline, not `untracedExecute`: a second async frame would be kept with every job held.
         let result: Result<String?, any Error>
         do {
@@ -446,22 +464,12 @@ public final class Worker: Service {
         finish(job, result: result, began: began)
     }
 
-    /// `execute` as a consumer span of the trace its producer started (a new trace for a job enqueued without one: a
-    /// cron fire, a bulk enqueue). Each attempt is a span of its own, and the lines logged while it runs and as it
-    /// ends carry its ids.
-    private func tracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
+    /// `execute` as a consumer span of the sampled trace `parent` is the context of. Each attempt is a span of its
+    /// own, and the lines logged while it runs and as it ends carry its ids.
+    private func tracedExecute(
+        _ job: ReservedJob, handler: JobRegistry.Handler, parent: InstrumentationContext, began: ContinuousClock.Instant
+    ) async {
         let queueName = QueueShards.queue(ofShard: job.queue)
-        let carried = job.traceContext.map(TraceCarrier.fields(of:))
-        let parent: InstrumentationContext
-        switch TraceSwitch.decide(traceparent: carried?["traceparent"]?[...], tracestate: carried?["tracestate"]?[...]) {
-        case .dropped(let dropped):
-            // Its trace is dropped (its producer's, or a new one): no span, only the context, for the calls it makes.
-            return await InstrumentationContext.$current.withValue(.dropped(dropped)) {
-                await untracedExecute(job, handler: handler, began: began)
-            }
-        case .sampled(let context): parent = context
-        case nil: return await untracedExecute(job, handler: handler, began: began)
-        }
         await TraceSwitch.withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
             guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }
             span.updateAttributes { attributes in

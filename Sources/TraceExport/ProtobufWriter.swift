@@ -3,7 +3,7 @@
 ///
 /// Written here instead of swift-protobuf's generated types, whose generic visitor (`traverse`) was 5% of the API's
 /// CPU at 100% sampling (perf, 2026-11-28), and which needs its code generator. A nested message is written in place
-/// and its length put before it once known (a move of its bytes, once per level: 3 levels above a span).
+/// and its length put before it once known, in the one byte kept for it when it is short.
 struct ProtobufWriter {
     private(set) var bytes: [UInt8] = []
 
@@ -21,6 +21,8 @@ struct ProtobufWriter {
     private mutating func tag(_ field: UInt64, _ type: WireType) { varint(field << 3 | type.rawValue) }
 
     private mutating func varint(_ value: UInt64) {
+        // Most are one byte: every tag here, and most lengths.
+        if value < 0x80 { return bytes.append(UInt8(value)) }
         Self.withVarint(value) { bytes.append(contentsOf: $0) }
     }
 
@@ -84,9 +86,19 @@ struct ProtobufWriter {
     /// A nested message, written by `body`.
     mutating func message(_ field: UInt64, _ body: (inout ProtobufWriter) -> Void) {
         tag(field, .lengthDelimited)
-        let start = bytes.count
+        // One byte kept for the length, enough for a message under 128 bytes (an attribute, its value): only a longer
+        // one (a span, the request's outer messages) moves its bytes to make room for the rest.
+        let lengthAt = bytes.count
+        bytes.append(0)
         body(&self)
-        // The length's varint, put before the message.
-        Self.withVarint(UInt64(bytes.count - start)) { bytes.insert(contentsOf: $0, at: start) }
+        let length = bytes.count - lengthAt - 1
+        if length < 0x80 {
+            bytes[lengthAt] = UInt8(length)
+            return
+        }
+        Self.withVarint(UInt64(length)) { varint in
+            bytes[lengthAt] = varint[0]
+            bytes.insert(contentsOf: varint[1...], at: lengthAt + 1)
+        }
     }
 }

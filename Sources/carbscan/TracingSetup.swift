@@ -200,9 +200,9 @@ enum TracingSetup {
     static var logMetadata: Logger.MetadataProvider {
         Logger.MetadataProvider {
             guard let context = InstrumentationContext.current else { return [:] }
-            if let dropped = context.droppedTrace { return ["trace_id": "\(dropped.traceparent.traceID)", "trace_flags": "0"] }
+            if let dropped = context.droppedTrace { return ["trace_id": .string(dropped.traceparent.traceID), "trace_flags": "0"] }
             guard let span = context.spanIdentity, !span.isRemote else { return [:] }
-            return ["trace_id": "\(span.traceID)", "span_id": "\(span.spanIDText)", "trace_flags": span.isSampled ? "1" : "0"]
+            return ["trace_id": .string(span.traceID), "span_id": .string(span.spanIDText), "trace_flags": span.isSampled ? "1" : "0"]
         }
     }
 }

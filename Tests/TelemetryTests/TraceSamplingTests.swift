@@ -9,7 +9,7 @@ import Traces
     @Test func aTraceparentIsReadAsW3CWritesIt() throws {
         let parent = try #require(Traceparent(Self.sampled))
         #expect(parent.isSampled && parent.text == Self.sampled)
-        #expect(parent.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && parent.spanID == "00f067aa0ba902b7")
+        #expect(parent.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && parent.parentID == 0x00f0_67aa_0ba9_02b7)
         #expect(parent.traceIDLow == 0xa3ce_929d_0e0e_4736)
         #expect(Traceparent(Self.unsampled)?.isSampled == false)
         // Flags other than the sampled bit are kept; `09` is sampled, `0a` is not.
@@ -71,7 +71,7 @@ import Traces
     @Test func newTracesAreSampledAtTheRatio() throws {
         #expect(TraceSampling(followsParent: true, ratio: 1).dropped(parent: nil) == nil)
         let never = TraceSampling(followsParent: true, ratio: 0)
-        var ids = Set<Substring>()
+        var ids = Set<String>()
         for _ in 0..<1000 {
             let trace = try #require(never.dropped(parent: nil))
             // A valid W3C traceparent, flags 00, a new trace id each time.

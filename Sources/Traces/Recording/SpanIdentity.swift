@@ -28,21 +28,10 @@ public struct SpanIdentity: Sendable, Hashable {
     }
 
     /// The 32 lowercase hex digits of the trace id.
-    public var traceID: String {
-        var text = ""
-        text.reserveCapacity(32)
-        Traceparent.append(traceHigh, to: &text)
-        Traceparent.append(traceLow, to: &text)
-        return text
-    }
+    public var traceID: String { HexText.traceID(high: traceHigh, low: traceLow) }
 
     /// The 16 lowercase hex digits of the span id.
-    public var spanIDText: String {
-        var text = ""
-        text.reserveCapacity(16)
-        Traceparent.append(spanID, to: &text)
-        return text
-    }
+    public var spanIDText: String { HexText.spanID(spanID) }
 
     /// The `traceparent` this span's children in other processes continue.
     public var traceparent: Traceparent { Traceparent(traceHigh: traceHigh, traceLow: traceLow, span: spanID, sampled: isSampled) }
