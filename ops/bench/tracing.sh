@@ -12,7 +12,8 @@
 # worker's CPU per chat (a consumer span, the model call's client span and the statements' spans per chat); then
 # --noops no-op jobs enqueued in bulk (`carbscan jobs enqueue noop --count`) and drained by one `carbscan work` at its
 # defaults (a consumer span per job and nothing else: the queue's own process rate), by drain_measure.py.
-# serve's CPU per request is read from /proc over each wrk run. Medians; writes ops/bench/results/tracing-<date>.md
+# serve's CPU per request is read from /proc over each wrk run, and also given as the median of each run's ratio to off
+# (the modes alternate, so a run pairs them). `--chats 0` or `--noops 0` leaves that part out. Medians; writes ops/bench/results/tracing-<date>.md
 # with the machine's description (BENCH_TAG=x: tracing-<date>-x).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -132,30 +133,34 @@ for run in $(seq "$runs"); do
         python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/logins"
         echo "$mode $((ticks2 - ticks1))" >>"$work/logins_ticks"
         kill "$serve" && wait "$serve" 2>/dev/null || true
-        # Chats: seeded straight into Postgres and Redis, then drained by one worker in this mode.
-        export CARBSCAN_PREFIX=bench-tracing-$run-$mode-$$
-        "$bin_dir/slow-provider" seed --chats "$chats" --analyses 0 >&2
-        curl -sf -X POST "$AI_BASE_URL/stats/reset"
-        in_mode "$mode" "$bin_dir/carbscan" work --queues ai >>"$work/work.log" 2>&1
-        worker=$started_pid
-        result=$(python3 ops/bench/slow_provider_measure.py --jobs "$chats" --redis-port "$redis_port" \
-            --done "HGET $CARBSCAN_PREFIX:{ai}:stats succeeded" --failed "HGET $CARBSCAN_PREFIX:{ai}:stats failed" \
-            --server "$AI_BASE_URL" --pids "$worker" --server-pid "$model_pid" --postmaster "$postmaster" \
-            --extra-pid "sink=$sink_pid")
-        kill "$worker" && wait "$worker" 2>/dev/null || true
-        echo "$mode $result" >>"$work/chats"
-        redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
-        psql -q "$DATABASE_URL" -c "DELETE FROM users WHERE id LIKE 'bench-%'" >&2
-        # No-op jobs: the queue's own rate, a consumer span per job.
-        export CARBSCAN_PREFIX=bench-tracing-noop-$run-$mode-$$
-        "$bin_dir/carbscan" jobs enqueue noop --count "$noops" >/dev/null
-        in_mode "$mode" "$bin_dir/carbscan" work --queues default >>"$work/work.log" 2>&1
-        worker=$started_pid
-        result=$(python3 ops/bench/drain_measure.py --jobs "$noops" --redis-port "$redis_port" \
-            --done "HGET $CARBSCAN_PREFIX:{default}:stats succeeded" --pids "$worker")
-        kill "$worker" && wait "$worker" 2>/dev/null || true
-        echo "$mode $result" >>"$work/noops"
-        redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
+        if ((chats > 0)); then
+            # Chats: seeded straight into Postgres and Redis, then drained by one worker in this mode.
+            export CARBSCAN_PREFIX=bench-tracing-$run-$mode-$$
+            "$bin_dir/slow-provider" seed --chats "$chats" --analyses 0 >&2
+            curl -sf -X POST "$AI_BASE_URL/stats/reset"
+            in_mode "$mode" "$bin_dir/carbscan" work --queues ai >>"$work/work.log" 2>&1
+            worker=$started_pid
+            result=$(python3 ops/bench/slow_provider_measure.py --jobs "$chats" --redis-port "$redis_port" \
+                --done "HGET $CARBSCAN_PREFIX:{ai}:stats succeeded" --failed "HGET $CARBSCAN_PREFIX:{ai}:stats failed" \
+                --server "$AI_BASE_URL" --pids "$worker" --server-pid "$model_pid" --postmaster "$postmaster" \
+                --extra-pid "sink=$sink_pid")
+            kill "$worker" && wait "$worker" 2>/dev/null || true
+            echo "$mode $result" >>"$work/chats"
+            redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
+            psql -q "$DATABASE_URL" -c "DELETE FROM users WHERE id LIKE 'bench-%'" >&2
+        fi
+        if ((noops > 0)); then
+            # No-op jobs: the queue's own rate, a consumer span per job.
+            export CARBSCAN_PREFIX=bench-tracing-noop-$run-$mode-$$
+            "$bin_dir/carbscan" jobs enqueue noop --count "$noops" >/dev/null
+            in_mode "$mode" "$bin_dir/carbscan" work --queues default >>"$work/work.log" 2>&1
+            worker=$started_pid
+            result=$(python3 ops/bench/drain_measure.py --jobs "$noops" --redis-port "$redis_port" \
+                --done "HGET $CARBSCAN_PREFIX:{default}:stats succeeded" --pids "$worker")
+            kill "$worker" && wait "$worker" 2>/dev/null || true
+            echo "$mode $result" >>"$work/noops"
+            redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
+        fi
     done
 done
 psql -q "$DATABASE_URL" -c "DELETE FROM users WHERE email = '$email'" >&2
@@ -193,7 +198,7 @@ def cpu_per_request(name, rows):
     return per_mode
 meals_cpu, logins_cpu = cpu_per_request("meals", meals), cpu_per_request("logins", logins)
 for name, rows in (("chats", chats), ("noops", noops)):
-    for line in open(f"{work}/{name}"):
+    for line in (open(f"{work}/{name}") if os.path.exists(f"{work}/{name}") else []):
         mode, text = line.split(" ", 1)
         rows.setdefault(mode, []).append(json.loads(text))
 sink = json.load(open(f"{work}/sink.json"))
@@ -220,9 +225,9 @@ lines = [f"# Tracing cost, {datetime.date.today().isoformat()}", "", f"Machine: 
 for mode in [m for m in names if m in meals]:
     rows = chats.get(mode, [])
     m_rps, l_rps = med(r for r, _, _ in meals[mode]), med(r for r, _, _ in logins[mode])
-    c_rps = med(r["jobs_per_s"] for r in rows)
-    sink_us = med(r["sink_cores"] * r["seconds"] * 1e6 / r["jobs"] for r in rows)
-    n_rps = med(r["jobs_per_s"] for r in noops[mode])
+    c_rps = med(r["jobs_per_s"] for r in rows) if rows else None
+    sink_us = med(r["sink_cores"] * r["seconds"] * 1e6 / r["jobs"] for r in rows) if rows else None
+    n_rps = med(r["jobs_per_s"] for r in noops[mode]) if noops.get(mode) else None
     m_cpu, l_cpu = med(meals_cpu[mode]), med(logins_cpu[mode])
     m_base, l_base = (med(meals_cpu["off"]), med(logins_cpu["off"])) if "off" in meals_cpu else (None, None)
     cpu_vs = lambda value, base: f" ({value / base - 1:+.1%})" if base and value != base else ""
@@ -230,8 +235,20 @@ for mode in [m for m in names if m in meals]:
                  f"{m_cpu:.0f}{cpu_vs(m_cpu, m_base)} | "
                  f"{l_rps:,.0f}{vs(l_rps, 'logins')} | {med(p for _, p, _ in logins[mode]):.2f} | "
                  f"{l_cpu:.0f}{cpu_vs(l_cpu, l_base)} | "
-                 f"{c_rps:,.0f}{vs(c_rps, 'chats')} | {med(r['worker_cpu_us_per_job'] for r in rows):.0f} | {sink_us:.0f} | "
-                 f"{n_rps:,.0f}{vs(n_rps, 'noops')} | {med(r['worker_cpu_us_per_job'] for r in noops[mode]):.1f} |")
+                 + (f"{c_rps:,.0f}{vs(c_rps, 'chats')} | {med(r['worker_cpu_us_per_job'] for r in rows):.0f} | {sink_us:.0f} | "
+                    if rows else "– | – | – | ")
+                 + (f"{n_rps:,.0f}{vs(n_rps, 'noops')} | {med(r['worker_cpu_us_per_job'] for r in noops[mode]):.1f} |"
+                    if n_rps else "– | – |"))
+# The modes alternate within each run, so each run pairs a mode with off measured minutes apart: the median of those
+# pairs' ratios is steadier than the ratio of the medians on a machine whose speed drifts.
+if "off" in meals_cpu:
+    lines += ["", "serve's CPU per request against off, median of the runs' pairs (each run's ratio in brackets):", ""]
+    for mode in [m for m in names if m in meals_cpu and m != "off"]:
+        cells = []
+        for label, per_mode in (("GET /meals", meals_cpu), ("POST /logins", logins_cpu)):
+            ratios = [x / y for x, y in zip(per_mode[mode], per_mode["off"])]
+            cells.append(f"{label} {med(ratios) - 1:+.1%} ({', '.join(f'{r:.2f}' for r in ratios)})")
+        lines.append(f"- {names[mode]}: " + "; ".join(cells))
 lines += ["", f"The sink received {sink['requests']:,} export requests, {sink['bytes'] / 1e6:,.1f} MB in all.", "", "Per run:", ""]
 for mode in meals:
     bad = sum(b for _, _, b in meals[mode] + logins[mode])
