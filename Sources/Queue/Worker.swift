@@ -472,14 +472,14 @@ public final class Worker: Service {
         let queueName = QueueShards.queue(ofShard: job.queue)
         await TraceSwitch.withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
             guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }
-            span.updateAttributes { attributes in
-                MessagingSpan.attributes(queue: queueName, operation: "process", job: job.id, kind: job.kind, into: &attributes)
-                attributes["messaging.consumer.group.name"] = QueueKeys.group
-                attributes["carbscan.job.attempt"] = job.attempt
-                attributes["carbscan.job.max_attempts"] = job.maxAttempts
-                attributes["carbscan.job.since_enqueue_ms"] = Int(Date().timeIntervalSince(job.enqueuedAt) * 1000)
-                if job.isolated { attributes["carbscan.job.isolated"] = true }
-            }
+            var attributes = [String: SpanAttribute](minimumCapacity: 12)
+            MessagingSpan.attributes(queue: queueName, operation: "process", job: job.id, kind: job.kind, into: &attributes)
+            attributes["messaging.consumer.group.name"] = .string(QueueKeys.group)
+            attributes["carbscan.job.attempt"] = .int64(Int64(job.attempt))
+            attributes["carbscan.job.max_attempts"] = .int64(Int64(job.maxAttempts))
+            attributes["carbscan.job.since_enqueue_ms"] = .int64(Int64(Date().timeIntervalSince(job.enqueuedAt) * 1000))
+            if job.isolated { attributes["carbscan.job.isolated"] = .bool(true) }
+            span.attributes = SpanAttributes(attributes)
             let result: Result<String?, any Error>
             do {
                 result = .success(try await handler(job.payload, context(of: job)))
