@@ -41,7 +41,8 @@ import Testing
         #expect(JSONValue.double(.nan).jsonString == "null")
     }
 
-    /// Strings that need no escape are written whole; one with any byte to escape goes character by character.
+    /// Strings that need no escape are written whole; one with any byte to escape goes character by character. A log
+    /// line's values (`appendQuoted`, into bytes) are written alike.
     @Test(arguments: [
         ("plain text, Grüße 日本 🍎", #""plain text, Grüße 日本 🍎""#), ("", #""""#), ("a\u{2028}b\u{2029}", #""a\u2028b\u2029""#),
         ("wait… 5€", #""wait… 5€""#), ("tail\"", #""tail\"""#), ("\\", #""\\""#), ("x\u{1F}", #""x\u001f""#),
@@ -49,6 +50,9 @@ import Testing
     func stringsAreEscapedOnlyWhereNeeded(text: String, json: String) throws {
         #expect(JSONValue.string(text).jsonString == json)
         #expect(try JSONValue(parsing: json) == .string(text))
+        var bytes: [UInt8] = Array("[".utf8)
+        JSONValue.appendQuoted(text, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "[" + json)
     }
 
     @Test func codableRoundTrip() throws {
