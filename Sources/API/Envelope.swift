@@ -68,31 +68,35 @@ enum Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// `format`, appended to `bytes` (the response encoder writes dates straight into its output).
+    /// `format`, appended to `bytes` (the response encoder writes dates straight into its output). The 24 characters
+    /// are written into a buffer on the stack and appended at once: appending them one by one checked the array's
+    /// capacity and uniqueness 24 times, and a page of meals writes 41 dates.
     static func write(_ date: Date, into bytes: inout [UInt8]) {
         let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let (seconds, milliseconds) = totalMilliseconds.quotientAndRemainder(dividingBy: 1000)
         let (wholeSeconds, millisecond) = milliseconds < 0 ? (seconds - 1, milliseconds + 1000) : (seconds, milliseconds)
         let civil = CivilTime(secondsAsUTC: Int(wholeSeconds))
         let second = Int(((wholeSeconds % 60) + 60) % 60)
-        func append(_ value: Int, digits: Int, then separator: UInt8?) {
-            var divisor = 1
-            for _ in 1..<digits { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-                rest %= divisor
-                divisor /= 10
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            var end = 0
+            func append(_ value: Int, digits: Int, then separator: UInt8) {
+                var rest = value
+                for index in stride(from: end + digits - 1, through: end, by: -1) {
+                    text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                text[end + digits] = separator
+                end += digits + 1
             }
-            if let separator { bytes.append(separator) }
+            append(civil.year, digits: 4, then: UInt8(ascii: "-"))
+            append(civil.month, digits: 2, then: UInt8(ascii: "-"))
+            append(civil.day, digits: 2, then: UInt8(ascii: "T"))
+            append(civil.hour, digits: 2, then: UInt8(ascii: ":"))
+            append(civil.minute, digits: 2, then: UInt8(ascii: ":"))
+            append(second, digits: 2, then: UInt8(ascii: "."))
+            append(Int(millisecond), digits: 3, then: UInt8(ascii: "Z"))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[..<end]))
         }
-        append(civil.year, digits: 4, then: UInt8(ascii: "-"))
-        append(civil.month, digits: 2, then: UInt8(ascii: "-"))
-        append(civil.day, digits: 2, then: UInt8(ascii: "T"))
-        append(civil.hour, digits: 2, then: UInt8(ascii: ":"))
-        append(civil.minute, digits: 2, then: UInt8(ascii: ":"))
-        append(second, digits: 2, then: UInt8(ascii: "."))
-        append(Int(millisecond), digits: 3, then: UInt8(ascii: "Z"))
     }
 
     /// An RFC 3339 date-time (``RFC3339``), with or without a fraction, in any offset.

@@ -42,6 +42,20 @@ import Testing
         }
     }
 
+    /// Up to `scannedColumns` columns a name is found by comparing, past that through a dictionary: both give the first
+    /// column of a repeated name, find long names, and miss an absent one.
+    @Test(arguments: [3, 40]) func columnsAreFoundByNameInNarrowAndWideResults(width: Int) async throws {
+        try await TestDatabase.withSchema { db, _ in
+            let others = (0..<width).map { "\($0) AS column_number_\($0)_of_a_long_name" }.joined(separator: ", ")
+            let row = try await db.query("SELECT 'first' AS twice, \(others), 'second' AS twice")[0]
+            #expect(row.columns.count == width + 2)
+            #expect(try row.decode("twice", as: String.self) == "first")
+            #expect(try row.decode("column_number_\(width - 1)_of_a_long_name", as: Int.self) == width - 1)
+            #expect(try row.decode("column_number_0_of_a_long_name", as: Int.self) == 0)
+            #expect(throws: PostgresError.self) { try row.decode("column_number_\(width)_of_a_long_name", as: Int.self) }
+        }
+    }
+
     @Test func unknownColumnsAndUndecodableValuesAreDecodingErrors() async throws {
         try await TestDatabase.withSchema { db, _ in
             let row = try await db.query("SELECT 'abc'::text AS word, 7 AS n")[0]
