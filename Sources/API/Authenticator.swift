@@ -23,18 +23,26 @@ struct Authenticator: Sendable {
     let accounts: AccountService
 
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive, surrounding blanks ignored). Read
-    /// byte by byte: it runs on every authenticated request.
+    /// byte by byte in the header's contiguous UTF-8: it runs on every authenticated request, and through
+    /// `String.UTF8View`'s slices the same steps cost a microsecond per request (perf, 2026-11-28).
     static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
-        let bytes = header.utf8
-        let scheme = "bearer".utf8
-        guard bytes.count > scheme.count, bytes.prefix(scheme.count).elementsEqual(scheme, by: { $0 | 0x20 == $1 }) else { return nil }
-        func blank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        let rest = bytes.dropFirst(scheme.count)
-        guard let first = rest.first, blank(first) else { return nil }
-        var token = rest.drop(while: blank)
-        while let last = token.last, blank(last) { token = token.dropLast() }
-        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
+        request.headers[.authorization].flatMap(bearer(in:))
+    }
+
+    /// `bearer`'s reading of an `Authorization` header's value.
+    static func bearer(in header: String) -> String? {
+        var header = header
+        return header.withUTF8 { bytes -> String? in
+            let scheme = "bearer".utf8
+            func blank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            guard bytes.count > scheme.count, zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 }), blank(bytes[scheme.count])
+            else { return nil }
+            var start = scheme.count
+            while start < bytes.count, blank(bytes[start]) { start += 1 }
+            var end = bytes.count
+            while end > start, blank(bytes[end - 1]) { end -= 1 }
+            return start < end ? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) : nil
+        }
     }
 
     /// The caller, who must have an account, as the database has it now.

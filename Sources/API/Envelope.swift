@@ -32,9 +32,21 @@ enum Envelope {
     }
 
     /// A success envelope's bytes, for an answer that is also stored (an `Idempotency-Key` replay).
-    static func successBytes<Data: Encodable>(_ data: Data) throws -> [UInt8] {
-        try StreamingJSONEncoder.api.encode(Success(data: data, meta: Meta(timestamp: Date())))
+    ///
+    /// The frame around `data` is written by hand, byte for byte what encoding ``Success`` writes
+    /// (`EnvelopeTests` holds the two to one output): through Codable, the generic envelope and its `meta` cost two
+    /// boxed keyed containers and their metadata lookups on every response, a third of `POST /logins`'s encoding.
+    static func successBytes<Data: Encodable>(_ data: Data, at now: Date = Date()) throws -> [UInt8] {
+        var bytes = try StreamingJSONEncoder.api.encode(data, after: successHead)
+        bytes.append(contentsOf: metaHead)
+        Timestamp.write(now, into: &bytes)
+        bytes.append(contentsOf: metaTail)
+        return bytes
     }
+
+    private static let successHead = Array(#"{"success":true,"data":"#.utf8)
+    private static let metaHead = Array(#","meta":{"timestamp":""#.utf8)
+    private static let metaTail = Array(#"","version":"v1"}}"#.utf8)
 
     static func failure(_ error: APIError) -> Response {
         let payload = Failure(error: .init(code: error.code, message: error.message, details: error.details), meta: Meta(timestamp: Date()))

@@ -47,7 +47,8 @@ enum JSONBody {
             if let field = firstNUL(in: value) {
                 throw APIError.validation(field, "field '\(field)' must not contain U+0000 (no text here can store it)")
             }
-            if let allowedKeys, case .object(let members) = value,
+            // Sorted only to name the first unknown field the same way every time, so only when there is one.
+            if let allowedKeys, case .object(let members) = value, !members.keys.allSatisfy(allowedKeys.contains),
                 let unknown = members.keys.sorted().first(where: { !allowedKeys.contains($0) })
             {
                 throw APIError.validation(unknown, "unknown field '\(unknown)'")

@@ -18,7 +18,13 @@ public struct StreamingJSONEncoder: Sendable {
     }
 
     public func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let output = JSONOutput(writeDate: writeDate)
+        try encode(value, after: [])
+    }
+
+    /// `prefix`, then `value` encoded: a frame written by hand around the value (the API's envelope) shares one
+    /// buffer with it.
+    public func encode<T: Encodable>(_ value: T, after prefix: [UInt8]) throws -> [UInt8] {
+        let output = JSONOutput(writeDate: writeDate, prefix: prefix)
         try output.write(value, parent: nil, key: nil)
         return output.bytes
     }
@@ -35,8 +41,9 @@ final class JSONOutput {
     @exclusivity(unchecked) var bytes: [UInt8] = []
     let writeDate: (Date, inout [UInt8]) -> Void
 
-    init(writeDate: @escaping (Date, inout [UInt8]) -> Void) {
+    init(writeDate: @escaping (Date, inout [UInt8]) -> Void, prefix: [UInt8]) {
         self.writeDate = writeDate
+        bytes = prefix
         bytes.reserveCapacity(4096)
     }
 

@@ -102,12 +102,15 @@ enum Field {
     /// `.whitespacesAndNewlines`); the common case, nothing to trim, returns `value` itself.
     static func trimmingWhitespace(_ value: String) -> String {
         let scalars = value.unicodeScalars
-        guard let first = scalars.first, let last = scalars.last,
-            first.properties.isWhitespace || last.properties.isWhitespace
-        else { return value }
-        let start = scalars.firstIndex { !$0.properties.isWhitespace } ?? scalars.endIndex
-        let end = scalars.lastIndex { !$0.properties.isWhitespace }.map(scalars.index(after:)) ?? start
+        guard let first = scalars.first, let last = scalars.last, isWhitespace(first) || isWhitespace(last) else { return value }
+        let start = scalars.firstIndex { !isWhitespace($0) } ?? scalars.endIndex
+        let end = scalars.lastIndex { !isWhitespace($0) }.map(scalars.index(after:)) ?? start
         return start < end ? String(scalars[start..<end]) : ""
+    }
+
+    /// Unicode's White_Space; an ASCII scalar is answered without the property table (tab to carriage return, space).
+    static func isWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.isASCII ? scalar == " " || (0x09...0x0D).contains(scalar.value) : scalar.properties.isWhitespace
     }
 
     static func number(_ value: Double?, _ name: String, in range: ClosedRange<Double>) throws -> Double? {
