@@ -24,16 +24,18 @@ package struct PostgresRows: Sendable, RandomAccessCollection {
             }
         }
 
-        /// Up to this many columns a name is found by comparing it with each, not by hashing it: column names are
-        /// short, and a short ASCII string compares in a word or two. A page of 20 meals looks up 220 names; hashing
-        /// them, and building the dictionary per result, was 3% of `GET /meals`'s CPU (perf, 2026-11-28).
+        /// Up to this many columns a name is found by comparing it with each, not by hashing it. A page of 20 meals
+        /// looks up 220 names; hashing them, and building the dictionary per result, was 3% of `GET /meals`'s CPU
+        /// (perf, 2026-11-28). Names are compared only where their lengths agree (a string's length is stored): a
+        /// mismatched `==` still costs a call into the runtime's comparison, and most columns differ in length.
         static let scannedColumns = 16
 
         /// The first column named `name` (a query may repeat names; `decode(_ column: String)` takes the first).
         @usableFromInline
         func index(of name: String) -> Int? {
             if let indexByName { return indexByName[name] }
-            return columns.firstIndex(of: name)
+            let length = name.utf8.count
+            return columns.firstIndex { $0.utf8.count == length && $0 == name }
         }
     }
 
