@@ -125,7 +125,19 @@ public final class Worker: Service {
     /// The Redis queues read for them: each queue itself, or its shards.
     var shardNames: [String] { queueNames.flatMap { queue.shards(of: $0) } }
 
+    /// Runs until stopped: by ``stop()``, a graceful shutdown, or the cancellation of the task that runs it, which
+    /// stops it the same way (running jobs finish within the grace period, the rest are handed back). Before,
+    /// a cancelled worker kept fetching: every wait in its loops returned at once, and it spun a core until the
+    /// process ended (a service group that cancels its services, a test that cancels its worker's task).
     public func run() async throws {
+        try await withTaskCancellationHandler {
+            try await runUntilStopped()
+        } onCancel: {
+            requestStop()
+        }
+    }
+
+    private func runUntilStopped() async throws {
         let connections = FetchConnections(redis: queue.redis)
         fetchConnections.withLock { $0 = connections }
         defer {
@@ -331,7 +343,7 @@ public final class Worker: Service {
             if jobs.contains(where: \.isolated) {
                 // Its last worker died with it: nothing else runs here until it ends, so if it crashes this process
                 // too, it takes no other job down.
-                while !inFlight.isEmpty && !isStopping { try? await Task.sleep(for: .milliseconds(5)) }
+                while !inFlight.isEmpty && !isStopping { await Self.pause(.milliseconds(5)) }
             }
         }
     }
@@ -359,8 +371,14 @@ public final class Worker: Service {
     private func sleepUnlessStopping(_ delay: Duration) async {
         let end = ContinuousClock.now + delay
         while !isStopping, case let left = end - .now, left > .zero {
-            try? await Task.sleep(for: min(left, .milliseconds(50)))
+            await Self.pause(min(left, .milliseconds(50)))
         }
+    }
+
+    /// Sleeps even when the calling task is cancelled. A cancelled `run` still drains its jobs, and in a cancelled
+    /// task `Task.sleep` returns at once: the drain's waits would spin until the grace period ends.
+    private static func pause(_ duration: Duration) async {
+        await Task { try? await Task.sleep(for: duration) }.value
     }
 
     /// Queue order for one fetch: weighted random without replacement (Sidekiq's weighted mode), so a heavy
@@ -675,7 +693,7 @@ public final class Worker: Service {
     private func drain() async {
         let deadline = ContinuousClock.now + options.gracePeriod
         while !inFlight.isEmpty && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
+            await Self.pause(.milliseconds(10))
         }
         let remaining = inFlight.cancelAll()
         if !remaining.isEmpty {
@@ -684,7 +702,7 @@ public final class Worker: Service {
         // Handlers that ignore cancellation get a moment; whatever still runs is handed back by us.
         let hardDeadline = ContinuousClock.now + .seconds(2)
         while !inFlight.isEmpty && ContinuousClock.now < hardDeadline {
-            try? await Task.sleep(for: .milliseconds(10))
+            await Self.pause(.milliseconds(10))
         }
         for job in inFlight.removeAll() {
             globalLimits.ended(job)

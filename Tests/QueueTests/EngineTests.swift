@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Queue
 import Redis
+import Synchronization
 import TestSupport
 import Testing
 
@@ -331,6 +332,35 @@ import Testing
         #expect(stats.failedTotal == 0)
         #expect(stats.queued == 1)
         #expect(stats.running == 0)
+    }
+
+    /// Cancelling the task that runs a worker stops it as `stop()` does: the short job finishes, the long one is handed
+    /// back, and `run` returns. A cancelled worker used to keep fetching, every wait returning at once: it spun a core
+    /// and never returned.
+    @Test func cancellingTheWorkersTaskStopsIt() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (_, task) = env.startWorker(grace: .milliseconds(700))
+        let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
+        let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
+        #expect(
+            try await eventually {
+                let a = try await env.status(long)
+                let b = try await env.status(short)
+                return a == .running && b == .running
+            })
+        let ended = Mutex(false)
+        let watcher = Task {
+            _ = try? await task.value
+            ended.withLock { $0 = true }
+        }
+        defer { watcher.cancel() }
+        task.cancel()
+        #expect(try await eventually(timeout: .seconds(10)) { ended.withLock { $0 } })
+        #expect(try await env.status(short) == .succeeded)
+        let record = try #require(try await env.queue.record(long))
+        #expect(record.status == .queued)
+        #expect(record.attempts == 0)
     }
 
     // MARK: 9. Bounded memory
