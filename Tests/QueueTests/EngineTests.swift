@@ -313,21 +313,10 @@ import Testing
     @Test(arguments: TestServices.redisURLs) func shutdownLetsShortJobsFinishAndHandsLongOnesBackAtOnce(redisURL: String) async throws {
         let env = try TestEnvironment(redisURL: redisURL)
         defer { Task { await env.cleanUp() } }
-        let (worker, task) = env.startWorker(grace: .milliseconds(700))
-        let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
-        let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
-        #expect(
-            try await eventually {
-                let a = try await env.status(long)
-                let b = try await env.status(short)
-                return a == .running && b == .running
-            })
+        let (worker, task, short, long) = try await Self.workerRunningShortAndLong(env)
         worker.stop()
         try await task.value
-        #expect(try await env.status(short) == .succeeded)
-        let record = try #require(try await env.queue.record(long))
-        #expect(record.status == .queued)
-        #expect(record.attempts == 0)
+        try await Self.expectShortFinishedAndLongHandedBack(env, short: short, long: long)
         let stats = try await env.stats()
         #expect(stats.failedTotal == 0)
         #expect(stats.queued == 1)
@@ -340,15 +329,7 @@ import Testing
     @Test func cancellingTheWorkersTaskStopsIt() async throws {
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }
-        let (_, task) = env.startWorker(grace: .milliseconds(700))
-        let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
-        let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
-        #expect(
-            try await eventually {
-                let a = try await env.status(long)
-                let b = try await env.status(short)
-                return a == .running && b == .running
-            })
+        let (_, task, short, long) = try await Self.workerRunningShortAndLong(env)
         let ended = Mutex(false)
         let watcher = Task {
             _ = try? await task.value
@@ -357,6 +338,25 @@ import Testing
         defer { watcher.cancel() }
         task.cancel()
         #expect(try await eventually(timeout: .seconds(10)) { ended.withLock { $0 } })
+        try await Self.expectShortFinishedAndLongHandedBack(env, short: short, long: long)
+    }
+
+    /// A worker (700 ms of grace) running a job of 200 ms and one of 60 s.
+    static func workerRunningShortAndLong(_ env: TestEnvironment) async throws -> (Worker, Task<Void, any Error>, JobID, JobID) {
+        let (worker, task) = env.startWorker(grace: .milliseconds(700))
+        let short = try await env.enqueue(.object(["sleepMs": .int(200)]))
+        let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
+        #expect(
+            try await eventually {
+                let a = try await env.status(long)
+                let b = try await env.status(short)
+                return a == .running && b == .running
+            })
+        return (worker, task, short, long)
+    }
+
+    /// After the stop: the short job finished within the grace period; the long one is queued again, its attempt given back.
+    static func expectShortFinishedAndLongHandedBack(_ env: TestEnvironment, short: JobID, long: JobID) async throws {
         #expect(try await env.status(short) == .succeeded)
         let record = try #require(try await env.queue.record(long))
         #expect(record.status == .queued)
