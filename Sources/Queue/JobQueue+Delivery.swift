@@ -22,6 +22,9 @@ public struct ReservedJob: Sendable {
     public let expired: Bool
     /// The trace context its producer carried (``JobField/trace``): its run is a span of that trace.
     public var traceContext: String? = nil
+    /// Its record was written whole by this delivery's start (a first delivery of a job enqueued without one): it
+    /// holds only the delivery's fields, so recording the outcome need not read it (finish.lua).
+    var plainRecord = false
 }
 
 /// The outcome of one delivery, recorded in batches.
@@ -297,7 +300,7 @@ extension JobQueue {
                     maxAttempts: flat[i + 5].int ?? 1, scheduledFor: fire.map { Date(timeIntervalSince1970: $0 / 1000) },
                     enqueuedAt: Date(timeIntervalSince1970: (flat[i + 7].string.flatMap(Double.init) ?? 0) / 1000),
                     isolated: flat[i + 8].string == "1", expired: flat[i + 8].string == "e",
-                    traceContext: flat[i + 9].string.flatMap { $0.isEmpty ? nil : $0 }))
+                    traceContext: flat[i + 9].string.flatMap { $0.isEmpty ? nil : $0 }, plainRecord: flat[i + 8].string == "p"))
             i += 10
         }
         return jobs

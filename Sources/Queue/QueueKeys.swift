@@ -18,6 +18,9 @@ public struct QueueKeys: Sendable, Hashable {
     public var cron: String { base + "cron" }
     /// Pub/sub channel: `<job id> <status>` when a job succeeds, fails or will be retried.
     public var events: String { base + "events" }
+    /// The running jobs an operator cancelled (`cancel.lua`), until they end: `finish.lua` reads a plain record only
+    /// if its id is here.
+    public var cancelling: String { base + "cancelling" }
     /// How many jobs wait in the queue's fair lanes (`lanes.lua`).
     public var lanesWaiting: String { base + "lanes:waiting" }
     /// The fair jobs past their lanes, on the stream or held by a worker (`lanes.lua`).

@@ -242,6 +242,31 @@ import Workers
         #expect(try await env.queue.record(id)?.attempts == 1)
     }
 
+    /// A job enqueued without a record has it written whole by its start, and its end is recorded without reading it
+    /// (finish.lua), unless an operator cancelled it meanwhile.
+    @Test func aRunningJobWithAPlainRecordIsCancelledWhateverItsWorkerReports() async throws {
+        let env = try TestEnvironment(kinds: Self.kinds)
+        defer { Task { await env.cleanUp() } }
+        let failing = try await env.enqueue()
+        let succeeding = try await env.enqueue()
+        let untouched = try await env.enqueue()
+        let jobs = try await env.queue.reserve(queue: "default", count: 3, consumer: "gone")
+        #expect(Set(jobs.map(\.id)) == [failing, succeeding, untouched])
+        #expect(try await env.queue.cancel(failing) == .running(process: "gone"))
+        #expect(try await env.queue.cancel(succeeding) == .running(process: "gone"))
+        try await env.queue.record(
+            jobs.map {
+                $0.id == failing
+                    ? .retry($0, error: "boom", after: .seconds(1)) : .succeeded($0, result: nil, retention: .seconds(60))
+            })
+        #expect(try await env.status(failing) == .cancelled)
+        #expect(try await env.status(succeeding) == .succeeded)
+        #expect(try await env.status(untouched) == .succeeded)
+        #expect(try await env.stats().retrying == 0)
+        // Their ids go with them: later batches read no record.
+        #expect(try await env.redis.send(["SCARD", env.queue.keys("default").cancelling]).int == 0)
+    }
+
     @Test func finishedAndUnknownJobsCannotBeCancelled() async throws {
         let env = try TestEnvironment(kinds: Self.kinds)
         defer { Task { await env.cleanUp() } }

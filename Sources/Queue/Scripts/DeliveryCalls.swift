@@ -10,7 +10,7 @@ struct DeadSetBounds {
     var arguments: [String] { [String(retentionMs), String(cap), String(maxAgeMs)] }
 }
 
-/// `reserve.lua`: a non-blocking read and start. Replies 9 fields per started job (`ReservedJob`).
+/// `reserve.lua`: a non-blocking read and start. Replies 10 fields per started job (`ReservedJob`).
 struct ReserveCall: ScriptCall {
     static var script: RedisScript { Scripts.reserve }
     let keys: [String]
@@ -60,12 +60,16 @@ struct FinishCall: ScriptCall {
     init(_ queue: QueueKeys, deadSetCap: Int, deadSetMaxAgeMs: Int64, count: Int) {
         keys = [queue.stream, queue.retry, queue.dead, queue.stats]
         arguments = [queue.base, QueueKeys.group, String(deadSetCap), String(deadSetMaxAgeMs)]
-        arguments.reserveCapacity(4 + count * 5)
+        arguments.reserveCapacity(4 + count * 6)
     }
 
-    /// 5 values per outcome: id, entry, outcome, text (result or error), ms (retention, delay or first wait).
+    /// 6 values per outcome: id, entry, outcome, text (result or error), ms (retention, delay or first wait), and
+    /// `p` for a job whose record its start wrote whole (``ReservedJob/plainRecord``).
     mutating func add(_ outcome: JobOutcome) {
-        arguments += [outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds)]
+        arguments += [
+            outcome.job.id.rawValue, outcome.job.entry, outcome.kind.rawValue, outcome.text, String(outcome.milliseconds),
+            outcome.job.plainRecord ? "p" : "",
+        ]
     }
 }
 

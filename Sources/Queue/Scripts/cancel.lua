@@ -38,6 +38,8 @@ if status == 'succeeded' or status == 'failed' or status == 'cancelled' or statu
 end
 if status == 'running' then
   redis.call('HSET', key, 'cncl', ARGV[4])
+  -- Noted apart too: finish.lua reads a record whose start wrote it whole only when its id is here.
+  redis.call('SADD', prefix .. 'cancelling', id)
   return 'running ' .. (f[3] or '')
 end
 local where = status

@@ -78,6 +78,7 @@ end
 -- Ends a job as cancelled by an operator (`carbscan jobs cancel`): it does not run (again). Its unique key is
 -- released if it still holds it, and its record kept `retention` ms. The stats count it apart from failures.
 local function cancelJob(prefix, statsKey, key, id, now, retention)
+  redis.call('SREM', prefix .. 'cancelling', id)
   local f = redis.call('HMGET', key, 'unique', 'resv', 'ev', 'attempts')
   local ukey = f[1]
   if ukey and redis.call('GET', prefix .. 'unique:' .. ukey) == id then redis.call('DEL', prefix .. 'unique:' .. ukey) end
@@ -105,16 +106,21 @@ end
 -- The job an entry carries ({kind, payload, max, vis}), or nil when it only names one (`id`).
 local function carried(flat)
   if #flat <= 2 then return nil end
+  -- In the order the enqueue writes them, read in place: no table of names per job.
+  if flat[3] == 'kind' and flat[5] == 'payload' and flat[7] == 'max' and flat[9] == 'vis' then
+    return {flat[4], flat[6], flat[8], flat[10]}
+  end
   local f = fieldsOf(flat)
   return {f['kind'], f['payload'], f['max'], f['vis']}
 end
 -- The 10 fields the worker reads per started job (the ninth: '1' when the job runs isolated, see start; 'e' when it
--- expired instead of starting: the worker only reports its end; the tenth: the producer's trace context, `tp`).
-local function started(out, id, entry, kind, payload, attempts, max, fire, enq, isolated, trace)
+-- expired instead of starting: the worker only reports its end; 'p' when its record was written whole by this start,
+-- so it holds nothing but the delivery's fields, see finish.lua; the tenth: the producer's trace context, `tp`).
+local function started(out, id, entry, kind, payload, attempts, max, fire, enq, mark, trace)
   local n = #out
   out[n + 1], out[n + 2], out[n + 3], out[n + 4] = id, entry, kind, payload
   out[n + 5], out[n + 6], out[n + 7], out[n + 8] = attempts, max, fire, enq
-  out[n + 9], out[n + 10] = isolated or '', trace or ''
+  out[n + 9], out[n + 10] = mark or '', trace or ''
 end
 -- Back to the end of the stream, as it was delivered (a carried job keeps what it carries).
 local function handBack(stream, group, entry, id, job)
@@ -164,7 +170,7 @@ local function start(stream, deadKey, statsKey, prefix, group, consumer, entries
       local enq = string.match(entry, '^%d+')
       redis.call('HSET', key, 'kind', job[1], 'payload', job[2], 'max', job[3], 'vis', job[4], 'enq', enq,
         'status', 'running', 'start', nowText, 'worker', consumer, 'entry', entry, 'attempts', '1')
-      started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq)
+      started(out, id, entry, job[1], job[2], 1, tonumber(job[3]), '', enq, 'p')
     else
       local f = redis.call('HMGET', key, 'kind', 'payload', 'max', 'status', 'fire', 'enq', 'attempts', 'lost', 'cncl',
         'sby', 'ev', 'resv', 'tp', 'fair', 'fg')
