@@ -53,6 +53,7 @@ lines = [f"# The process rate a user sees, {datetime.date.today().isoformat()}",
 for key, name, better in [("from_start_per_s", "jobs/s from the workers' start", "higher"),
                           ("from_first_progress_per_s", "jobs/s from the first job done", "higher"),
                           ("worker_cpu_us_per_job", "worker CPU per job, µs", "lower"),
+                          ("redis_cpu_us_per_job", "Redis CPU per job, µs (the stats readings included)", "lower"),
                           ("enqueue_s", "enqueueing them, s", "lower")]:
     ours, theirs = median("carbscan", key), median("sidekiq", key)
     ratio = ours / theirs if better == "higher" else theirs / ours

@@ -1,11 +1,12 @@
 """One drain as a carbscan user runs it (ops/bench/user-drain.sh): `carbscan jobs enqueue noop --count N`, then 2
-`carbscan work` at their defaults (every queue, concurrency 1000, INFO log lines to a file, as a service's), and
+`carbscan work` at their defaults (every queue, concurrency 2500, INFO log lines to a file, as a service's), and
 `carbscan jobs stats --json` every 0.5 s until all N succeeded. Prints one JSON object.
 
   python3 user_drain.py --binary PATH --jobs N --prefix P --log FILE
 
 from_start_per_s counts from the workers' spawn (their start-up included), from_first_progress_per_s from the first
-reading that saw a job done; worker_cpu_us_per_job is both workers' utime+stime over the whole run, per job.
+reading that saw a job done; worker_cpu_us_per_job is both workers' utime+stime over the whole run, per job, and
+redis_cpu_us_per_job the Redis server's over the same time (the stats readings included).
 """
 import argparse
 import json
@@ -35,6 +36,12 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / clk_tck
 
 
+def redis_pid():
+    port = os.environ.get("REDIS_PORT", "56379")
+    info = subprocess.run(["redis-cli", "-p", port, "info", "server"], capture_output=True, text=True, check=True).stdout
+    return int(info.split("process_id:")[1].split()[0])
+
+
 def succeeded():
     out = subprocess.run([args.binary, "jobs", "stats", "--json"], env=env, capture_output=True, text=True, check=True)
     return next(q["succeededTotal"] for q in json.loads(out.stdout) if q["queue"] == "default")
@@ -46,6 +53,8 @@ subprocess.run([args.binary, "jobs", "enqueue", "noop", "--count", str(args.jobs
 enqueue_s = time.monotonic() - started
 
 log = open(args.log, "a")
+redis = redis_pid()
+redis_before = cpu_seconds(redis)
 spawned = time.monotonic()
 workers = [subprocess.Popen([args.binary, "work", *args.worker_args.split()], env=worker_env, stdout=log, stderr=log)
            for _ in range(2)]
@@ -60,6 +69,7 @@ try:
         if count >= args.jobs:
             done = now
     cpu = sum(cpu_seconds(w.pid) for w in workers)
+    redis_cpu = cpu_seconds(redis) - redis_before
 finally:
     for w in workers:
         w.send_signal(signal.SIGTERM)
@@ -72,4 +82,5 @@ print(json.dumps({
     "from_start_per_s": round(args.jobs / (done - spawned), 1),
     "from_first_progress_per_s": round(args.jobs / (done - first), 1) if done > first else None,
     "worker_cpu_us_per_job": round(cpu * 1e6 / args.jobs, 1),
+    "redis_cpu_us_per_job": round(redis_cpu * 1e6 / args.jobs, 1),
 }))

@@ -46,6 +46,8 @@ enqueue_s = mono - started
 env = { "SIDEKIQ_BENCH_REDIS_URL" => ENV["SIDEKIQ_BENCH_REDIS_URL"], "SIDEKIQ_BENCH_COUNT_DONE" => "0",
         "SIDEKIQ_BENCH_LOG_LEVEL" => ENV.fetch("SIDEKIQ_BENCH_LOG_LEVEL", "info") }
 log = File.open(opts[:log], "a")
+redis_pid = Integer(Sidekiq.redis(&:info)["process_id"])
+redis_before = cpu_seconds(redis_pid)
 spawned = mono
 pids = Array.new(2) do
   Process.spawn(env, "sidekiq", "-r", "./worker.rb", "-q", SidekiqBench::QUEUE, chdir: __dir__, pgroup: true,
@@ -63,6 +65,7 @@ while done.nil? && mono < deadline
   done = mono if left.zero?
 end
 cpu = pids.sum { |p| cpu_seconds(p) rescue 0 }
+redis_cpu = cpu_seconds(redis_pid) - redis_before
 pids.each { |p| Process.kill("TERM", -p) rescue nil }
 pids.each { |p| Process.waitpid(p) rescue nil }
 Sidekiq.redis(&:flushdb)
@@ -71,5 +74,6 @@ puts JSON.generate(
   "enqueue_s" => enqueue_s.round(3),
   "from_start_per_s" => (opts[:jobs] / (done - spawned)).round(1),
   "from_first_progress_per_s" => first && done > first ? (opts[:jobs] / (done - first)).round(1) : nil,
-  "worker_cpu_us_per_job" => (cpu * 1e6 / opts[:jobs]).round(1)
+  "worker_cpu_us_per_job" => (cpu * 1e6 / opts[:jobs]).round(1),
+  "redis_cpu_us_per_job" => (redis_cpu * 1e6 / opts[:jobs]).round(1)
 )
