@@ -29,7 +29,26 @@ final class Slots: Sendable {
         }
     }
 
-    func take(_ n: Int) { state.withLock { $0.free -= n } }
+    /// Takes up to `n` free slots before a read (the worker's two fetchers read at once: neither may read for slots
+    /// the other took); returns how many. What the read did not fill goes back with `giveBack`.
+    func claim(upTo n: Int) -> Int {
+        state.withLock { state in
+            let claimed = max(0, min(n, state.free))
+            state.free -= claimed
+            return claimed
+        }
+    }
+
+    /// Returns claimed slots no job took (not a job's end: `releases` does not count it).
+    func giveBack(_ n: Int) {
+        guard n > 0 else { return }
+        let (waiter, free) = state.withLock { state -> (CheckedContinuation<Int, Never>?, Int) in
+            state.free += n
+            defer { state.waiter = nil }
+            return (state.waiter, state.free)
+        }
+        waiter?.resume(returning: free)
+    }
 
     func release() {
         let (waiter, free, releaseWaiter) = state.withLock {
