@@ -318,7 +318,7 @@ public final class Worker: Service {
             }
             // Idle: nothing in flight and no other read under way, so this read may be given a job to run alone; the
             // other fetcher reads nothing until this round is over (or, for such a job, until it ended).
-            var holdsAlone = turns.withLock { turns in inFlight.isEmpty && !turns.secondReading && turns.takeAlone() }
+            let holdsAlone = turns.withLock { turns in inFlight.isEmpty && !turns.secondReading && turns.takeAlone() }
             defer { if holdsAlone { turns.withLock { $0.alone = false } } }
             let idle = holdsAlone
             do {
@@ -365,10 +365,7 @@ public final class Worker: Service {
                 continue
             }
             if jobs.contains(where: \.isolated) {
-                // Its last worker died with it: nothing else runs here until it ends, so if it crashes this process
-                // too, it takes no other job down.
-                if !holdsAlone { holdsAlone = turns.withLock { $0.takeAlone() } }
-                while !inFlight.isEmpty && !isStopping { await Self.pause(.milliseconds(5)) }
+                await waitAlone(held: holdsAlone)
             }
         }
     }
@@ -420,14 +417,21 @@ public final class Worker: Service {
             }
             for job in jobs { start(job) }
             if jobs.contains(where: \.isolated) {
-                let holds = turns.withLock { $0.takeAlone() }
-                while !inFlight.isEmpty && !isStopping { await Self.pause(.milliseconds(5)) }
-                if holds { turns.withLock { $0.alone = false } }
+                await waitAlone(held: false)
             } else if jobs.count < want {
                 // The unlimited queues are drained: `fetch` takes what comes next.
                 await Self.pause(.milliseconds(10))
             }
         }
+    }
+
+    /// A job to run alone was started: its last worker died with it, so nothing else starts here until it ends (and what
+    /// already ran beside it), and if it crashes this process too it takes no other job down. `held`: the caller holds
+    /// `turns.alone` already (and gives it back itself).
+    private func waitAlone(held: Bool) async {
+        let taken = !held && turns.withLock { $0.takeAlone() }
+        while !inFlight.isEmpty && !isStopping { await Self.pause(.milliseconds(5)) }
+        if taken { turns.withLock { $0.alone = false } }
     }
 
     /// Waits for a job here to end (or the limits to change), or `bound` at most.
