@@ -163,6 +163,28 @@ import Testing
         }
     }
 
+    /// Skewed data makes a plan for a rare value look cheaper than the generic plan, so PostgreSQL on its own would
+    /// plan the statement again at every run.
+    @Test func aPreparedStatementIsPlannedOnceNotAtEveryRun() async throws {
+        try await TestDatabase.withSchema(poolSize: 1) { db, _ in
+            try await db.executeScript(
+                """
+                CREATE TABLE skewed (k int, v int);
+                INSERT INTO skewed SELECT CASE WHEN i <= 10 THEN i ELSE 0 END, i FROM generate_series(1, 5000) i;
+                CREATE INDEX skewed_k ON skewed (k);
+                ANALYZE skewed;
+                """)
+            for _ in 0..<10 {
+                #expect(try await db.query("SELECT v FROM skewed WHERE k = $1", [7]).count == 1)
+            }
+            let plans = try await db.query(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = 'SELECT v FROM skewed WHERE k = $1'")
+            #expect(plans.count == 1)
+            #expect(try plans[0].decode("generic_plans", as: Int.self) == 10)
+            #expect(try plans[0].decode("custom_plans", as: Int.self) == 0)
+        }
+    }
+
     @Test func aNulCharacterInAParameterIsRefusedBeforeSending() async throws {
         try await TestDatabase.withSchema { db, _ in
             await #expect {
