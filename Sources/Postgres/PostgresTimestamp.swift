@@ -29,7 +29,13 @@ enum PostgresTimestamp {
         case "-infinity": return .distantPast
         default: break
         }
-        var scanner = Scanner(Array(text.utf8))
+        // Read in place, without copying the bytes: a page of meals decodes two timestamps a row.
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    private static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
+        var scanner = Scanner(utf8)
         guard var year = scanner.number(), scanner.skip("-"), let month = scanner.number(digits: 2), scanner.skip("-"),
             let day = scanner.number(digits: 2), (1...12).contains(month), (1...31).contains(day)
         else { return nil }
@@ -108,10 +114,10 @@ enum PostgresTimestamp {
     }
 
     private struct Scanner {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         var isAtEnd: Bool { index == bytes.count }
 
