@@ -5,6 +5,7 @@
 # over OTLP/HTTP (protobuf) to a local endpoint that discards them (otlp_sink.py). Everything else at its defaults
 # (the batch span processor's 5 s delay, queue of 2,048 spans, batches of 512).
 #   ops/bench/tracing.sh [--runs 3] [--duration 10] [--chats 4000] [--noops 100000] [--modes "off sampled10 sampled100"]
+#                        [--profile]
 # Per run and mode, alternating: an authenticated GET /meals (JWT check, session check, a page of 20 meals: a server
 # span and its statements' spans) and an enqueueing POST /logins (a server span and a producer span) with wrk -t2
 # -c32 against one `carbscan serve`; then --chats chat jobs seeded in Postgres and Redis (slow-provider seed) and
@@ -15,9 +16,13 @@
 # serve's CPU per request is read from /proc over each wrk run, and also given as the median of each run's ratio to off
 # (the modes alternate, so a run pairs them). `--chats 0` or `--noops 0` leaves that part out. Medians; writes ops/bench/results/tracing-<date>.md
 # with the machine's description (BENCH_TAG=x: tracing-<date>-x).
+# --profile also records each measured process with `perf record -g` (frame pointers, 999 Hz) and reports the share of
+# its CPU samples whose stack holds a tracing frame (trace_share.py): tracing's own cost, measured directly, where the
+# rates compared above move ±10% from run to run. perf slows what it records, so read the rates of such a run as
+# perturbed, and take them from a run without it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-runs=3 duration=10 chats=4000 noops=100000 modes="off sampled10 sampled100"
+runs=3 duration=10 chats=4000 noops=100000 modes="off sampled10 sampled100" profile=false
 while (($#)); do
     case $1 in
         --runs) runs=$2; shift 2 ;;
@@ -25,7 +30,8 @@ while (($#)); do
         --chats) chats=$2; shift 2 ;;
         --noops) noops=$2; shift 2 ;;
         --modes) modes=$2; shift 2 ;;
-        *) sed -n '2,16p' "$0" >&2; exit 64 ;;
+        --profile) profile=true; shift ;;
+        *) sed -n '2,21p' "$0" >&2; exit 64 ;;
     esac
 done
 # shellcheck source=ops/prelude.sh
@@ -90,6 +96,21 @@ wait_for_serve() {
     done
 }
 
+# profile_start PID: with --profile, records the process's stacks until profile_stop.
+profile_start() {
+    $profile || return 0
+    perf record -q -F 999 -g -p "$1" -o "$work/perf.data" >/dev/null 2>&1 &
+    perf_pid=$!
+    sleep 0.2
+}
+
+# profile_stop NAME MODE: with --profile, ends the recording and appends "MODE {share…}" to $work/NAME_share.
+profile_stop() {
+    $profile || return 0
+    kill -INT "$perf_pid" && wait "$perf_pid" 2>/dev/null || true
+    echo "$2 $(perf script -i "$work/perf.data" -F ip,sym 2>/dev/null | python3 ops/bench/trace_share.py)" >>"$work/$1_share"
+}
+
 # cpu_ticks PID: the process's user + system CPU so far, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
@@ -123,13 +144,18 @@ for run in $(seq "$runs"); do
         wait_for_serve
         # serve's own CPU (utime + stime, in clock ticks) over each wrk run: a cost per request that the machine's
         # noise moves far less than the request rate.
+        profile_start "$serve"
         ticks0=$(cpu_ticks "$serve")
         wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" "$base/meals" >"$work/wrk.txt"
         ticks1=$(cpu_ticks "$serve")
+        profile_stop meals "$mode"
         python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/meals"
         echo "$mode $((ticks1 - ticks0))" >>"$work/meals_ticks"
+        profile_start "$serve"
+        ticks1=$(cpu_ticks "$serve")
         wrk -t2 -c32 -d"${duration}s" --latency -H "Authorization: Bearer $token" -s "$work/logins.lua" "$base/logins" >"$work/wrk.txt"
         ticks2=$(cpu_ticks "$serve")
+        profile_stop logins "$mode"
         python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/logins"
         echo "$mode $((ticks2 - ticks1))" >>"$work/logins_ticks"
         kill "$serve" && wait "$serve" 2>/dev/null || true
@@ -140,10 +166,12 @@ for run in $(seq "$runs"); do
             curl -sf -X POST "$AI_BASE_URL/stats/reset"
             in_mode "$mode" "$bin_dir/carbscan" work --queues ai >>"$work/work.log" 2>&1
             worker=$started_pid
+            profile_start "$worker"
             result=$(python3 ops/bench/slow_provider_measure.py --jobs "$chats" --redis-port "$redis_port" \
                 --done "HGET $CARBSCAN_PREFIX:{ai}:stats succeeded" --failed "HGET $CARBSCAN_PREFIX:{ai}:stats failed" \
                 --server "$AI_BASE_URL" --pids "$worker" --server-pid "$model_pid" --postmaster "$postmaster" \
                 --extra-pid "sink=$sink_pid")
+            profile_stop chats "$mode"
             kill "$worker" && wait "$worker" 2>/dev/null || true
             echo "$mode $result" >>"$work/chats"
             redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
@@ -155,8 +183,10 @@ for run in $(seq "$runs"); do
             "$bin_dir/carbscan" jobs enqueue noop --count "$noops" >/dev/null
             in_mode "$mode" "$bin_dir/carbscan" work --queues default >>"$work/work.log" 2>&1
             worker=$started_pid
+            profile_start "$worker"
             result=$(python3 ops/bench/drain_measure.py --jobs "$noops" --redis-port "$redis_port" \
                 --done "HGET $CARBSCAN_PREFIX:{default}:stats succeeded" --pids "$worker")
+            profile_stop noops "$mode"
             kill "$worker" && wait "$worker" 2>/dev/null || true
             echo "$mode $result" >>"$work/noops"
             redis-cli -p "$redis_port" --scan --pattern "$CARBSCAN_PREFIX:*" | xargs -r -n 1000 redis-cli -p "$redis_port" unlink >/dev/null
@@ -249,6 +279,27 @@ if "off" in meals_cpu:
             ratios = [x / y for x, y in zip(per_mode[mode], per_mode["off"])]
             cells.append(f"{label} {med(ratios) - 1:+.1%} ({', '.join(f'{r:.2f}' for r in ratios)})")
         lines.append(f"- {names[mode]}: " + "; ".join(cells))
+shares = {}
+for name in ("meals", "logins", "chats", "noops"):
+    for line in (open(f"{work}/{name}_share") if os.path.exists(f"{work}/{name}_share") else []):
+        mode, text = line.split(" ", 1)
+        shares.setdefault(name, {}).setdefault(mode, []).append(json.loads(text))
+if shares:
+    labels = {"meals": "serve, GET /meals", "logins": "serve, POST /logins", "chats": "worker, chats", "noops": "worker, no-op jobs"}
+    lines += ["", "Tracing's own share of each process's CPU (`--profile`: perf samples whose stack holds a tracing frame, "
+              "trace_share.py; median of the runs, each run in brackets):", "",
+              "| tracing | " + " | ".join(labels[n] for n in shares) + " |", "| --- |" + " --- |" * len(shares)]
+    for mode in [m for m in names if any(m in s for s in shares.values())]:
+        cells = []
+        for name in shares:
+            runs_of = [r["share_pct"] for r in shares[name].get(mode, []) if r["share_pct"] is not None]
+            cells.append(f"{med(runs_of):.1f}% ({', '.join(f'{x:.1f}' for x in runs_of)})" if runs_of else "–")
+        lines.append(f"| {names[mode]} | " + " | ".join(cells) + " |")
+    lines += ["", "Where it went at 10% (outermost tracing frame, share of all samples, first run):", ""]
+    for name in shares:
+        first = (shares[name].get("sampled10") or [None])[0]
+        if first:
+            lines.append(f"- {labels[name]}: " + "; ".join(f"`{frame[:60]}` {pct}%" for frame, pct in first["top"]))
 lines += ["", f"The sink received {sink['requests']:,} export requests, {sink['bytes'] / 1e6:,.1f} MB in all.", "", "Per run:", ""]
 for mode in meals:
     bad = sum(b for _, _, b in meals[mode] + logins[mode])

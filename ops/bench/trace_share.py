@@ -1,0 +1,48 @@
+"""The share of one process's CPU spent in tracing code, from `perf script -F ip,sym` of a `perf record -g` on it.
+
+Reads the stacks on stdin and prints one JSON object: the samples, those with a tracing frame anywhere in their stack,
+their share in percent, and the biggest of them by their outermost tracing frame. A sample counts when a frame belongs
+to the project's tracing (the Traces and TraceExport modules, the API's server span middleware, a traced enqueue,
+the exporter's HTTP thread) or to swift-distributed-tracing's own types: what tracing adds to the process, measured
+directly, where the rate and CPU-per-request comparisons of `tracing.sh` are within this machine's noise (±10% a run).
+Async code's stacks hold only the running partial function, so a span around a request counts only its own work,
+not the request's."""
+import collections, json, re, sys
+
+TRACING = re.compile(
+    r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|CurlMultiThread|15Instrumentation0A7ContextV6Traces")
+
+
+def main():
+    total = hit = 0
+    outermost = collections.Counter()
+    stack = []
+
+    def done():
+        nonlocal total, hit
+        if not stack:
+            return
+        total += 1
+        frames = [frame for frame in stack if TRACING.search(frame)]
+        if frames:
+            hit += 1
+            outermost[frames[-1][:100]] += 1
+
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if not line.strip():
+            done()
+            stack.clear()
+        elif line.startswith((" ", "\t")):
+            parts = line.split(None, 1)
+            if len(parts) == 2:
+                stack.append(parts[1])
+    done()
+    print(json.dumps({
+        "samples": total, "tracing_samples": hit, "share_pct": round(100 * hit / total, 2) if total else None,
+        "top": [[frame, round(100 * count / total, 2)] for frame, count in outermost.most_common(5)],
+    }))
+
+
+if __name__ == "__main__":
+    main()
