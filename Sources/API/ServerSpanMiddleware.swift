@@ -26,7 +26,7 @@ struct ServerSpanMiddleware: RouterMiddleware {
             tracestate: request.headers[TraceHeaders.tracestate].map { $0[...] })
         {
         case .dropped(let dropped):
-            return try await InstrumentationContext.$current.withValue(.dropped(dropped)) { try await next(request, context) }
+            return try await DroppedTrace.$current.withValue(dropped) { try await next(request, context) }
         case .sampled(let context): parent = context
         case nil: return try await next(request, context)
         }

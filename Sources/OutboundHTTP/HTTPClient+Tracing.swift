@@ -27,12 +27,11 @@ struct ClientSpan: Sendable {
 
     /// Sends the current context along without a span of its own (a trace the sampler dropped).
     static func propagate(into request: inout HTTPRequest) {
-        guard let context = InstrumentationContext.current else { return }
-        inject(context, into: &request)
+        inject(InstrumentationContext.current, into: &request)
     }
 
     /// Adds `context`'s propagation headers to the request, replacing any of the same name.
-    private static func inject(_ context: InstrumentationContext, into request: inout HTTPRequest) {
+    private static func inject(_ context: InstrumentationContext?, into request: inout HTTPRequest) {
         let fields = TraceCarrier.propagated(context)
         if !fields.isEmpty {
             request.headers.removeAll { header in fields.keys.contains(header.name.lowercased()) }

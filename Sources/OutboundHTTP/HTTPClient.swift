@@ -43,7 +43,7 @@ package final class HTTPClient: Sendable {
     ) async throws(HTTPClientError) -> HTTPResponse {
         // The synchronous work before and after the wait is in functions of their own: this frame is kept while the
         // call waits (thousands of AI calls at once), and holds the call's reference only.
-        if TraceSwitch.isOn, InstrumentationContext.current != nil {
+        if TraceSwitch.isOn, TraceCarrier.inTrace {
             return try await tracedSend(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)
         }
         let call = try self.call(request, connectTimeout: connectTimeout, totalTimeout: totalTimeout)

@@ -167,12 +167,12 @@ public final class JobQueue: Sendable {
     public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
         if TraceSwitch.isOn {
             // Inside a trace the sampler dropped, the job only carries its context (its run is dropped too).
-            if InstrumentationContext.current != nil, !TraceSwitch.inSampledTrace {
+            if TraceCarrier.inTrace, !TraceSwitch.inSampledTrace {
                 return try await enqueueOne(
                     kind, payload: payload, options: options, id: options.id ?? .random(), trace: TraceCarrier.current())
             }
             // Outside any trace the job starts one; dropped, it carries only that (its run is dropped too).
-            if InstrumentationContext.current == nil, let decision = TraceSwitch.decide(traceparent: nil, tracestate: nil) {
+            if !TraceCarrier.inTrace, let decision = TraceSwitch.decide(traceparent: nil, tracestate: nil) {
                 switch decision {
                 case .dropped(let dropped):
                     return try await enqueueOne(

@@ -517,7 +517,7 @@ public final class Worker: Service {
         case .dropped(let dropped):
             // A dropped trace has no span, only its context for the calls the job makes: bound around the task's
             // creation, which copies it, rather than by a frame of its own in every job.
-            task = InstrumentationContext.$current.withValue(.dropped(dropped)) { spawn(job, handler: handler, gated: spec.gated) }
+            task = DroppedTrace.$current.withValue(dropped) { spawn(job, handler: handler, gated: spec.gated) }
         case .sampled(let parent): task = spawn(job, handler: handler, gated: spec.gated, parent: parent)
         case nil: task = spawn(job, handler: handler, gated: spec.gated)
         }

@@ -65,6 +65,10 @@ public final class OTLPExporter: Service, Sendable {
 
     public func run() async {
         // Its own requests are no part of any trace.
+        await DroppedTrace.$current.withValue(nil) { await exportUntilShutdown() }
+    }
+
+    private func exportUntilShutdown() async {
         await InstrumentationContext.$current.withValue(nil) {
             await withGracefulShutdownHandler {
                 var lastSent = ContinuousClock.now

@@ -4,19 +4,22 @@
 public enum TraceCarrier {
     /// The current span's context, or nil when tracing is off or no span is current.
     public static func current() -> String? {
-        guard TraceSwitch.isOn, let context = InstrumentationContext.current else { return nil }
-        if let dropped = context.droppedTrace { return dropped.carried }
-        guard TraceSwitch.isPropagating, let span = context.spanIdentity else { return nil }
+        guard TraceSwitch.isOn else { return nil }
+        if let dropped = DroppedTrace.current { return dropped.carried }
+        guard TraceSwitch.isPropagating, let span = InstrumentationContext.current?.spanIdentity else { return nil }
         return span.traceparent.carried(tracestate: span.tracestate)
     }
 
     /// What W3C Trace Context sends for `context`, by name (`traceparent`, `tracestate`): a job's record's text, an
-    /// outbound request's headers.
-    public static func propagated(_ context: InstrumentationContext) -> [String: String] {
-        if let dropped = context.droppedTrace { return dropped.fields }
-        guard TraceSwitch.isPropagating, let span = context.spanIdentity else { return [:] }
+    /// outbound request's headers. A context without a span, in a trace the sampler dropped, sends that trace's.
+    public static func propagated(_ context: InstrumentationContext?) -> [String: String] {
+        guard let span = context?.spanIdentity else { return DroppedTrace.current?.fields ?? [:] }
+        guard TraceSwitch.isPropagating else { return [:] }
         return span.traceparent.fields(tracestate: span.tracestate)
     }
+
+    /// Whether the running task is in a trace: a span's context is current, or a trace the sampler dropped.
+    public static var inTrace: Bool { InstrumentationContext.current != nil || DroppedTrace.current != nil }
 
     /// The context that `text` carries (a context with nothing in it for nil or text that holds no valid
     /// `traceparent`).

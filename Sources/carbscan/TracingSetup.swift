@@ -199,9 +199,8 @@ enum TracingSetup {
     /// dropped, which has no span here, its `trace_id` and `trace_flags` 0.
     static var logMetadata: Logger.MetadataProvider {
         Logger.MetadataProvider {
-            guard let context = InstrumentationContext.current else { return [:] }
-            if let dropped = context.droppedTrace { return ["trace_id": .string(dropped.traceparent.traceID), "trace_flags": "0"] }
-            guard let span = context.spanIdentity, !span.isRemote else { return [:] }
+            if let dropped = DroppedTrace.current { return ["trace_id": .string(dropped.traceparent.traceID), "trace_flags": "0"] }
+            guard let span = InstrumentationContext.current?.spanIdentity, !span.isRemote else { return [:] }
             return ["trace_id": .string(span.traceID), "span_id": .string(span.spanIDText), "trace_flags": span.isSampled ? "1" : "0"]
         }
     }

@@ -85,13 +85,17 @@ import Traces
         #expect((1_600...2_400).contains(kept), "\(kept) of 20,000")
     }
 
-    /// A context holding a dropped trace carries it (to a job's record, to an outbound call's headers), and is no
-    /// sampled trace.
-    @Test func aDroppedTracesContextCarriesOnlyItsTraceparent() throws {
+    /// A task in a dropped trace carries it (to a job's record, to an outbound call's headers), and is in no sampled
+    /// trace.
+    @Test func aDroppedTracesTaskCarriesOnlyItsTraceparent() throws {
         let trace = try #require(TraceSampling(followsParent: true, ratio: 0).dropped(parent: nil))
-        let context = InstrumentationContext.dropped(trace)
-        #expect(context.droppedTrace == trace)
-        #expect(TraceCarrier.propagated(context) == ["traceparent": trace.traceparent.text])
-        #expect(!TraceSwitch.isSampled(context))
+        #expect(!TraceCarrier.inTrace)
+        DroppedTrace.$current.withValue(trace) {
+            #expect(TraceCarrier.inTrace)
+            #expect(TraceCarrier.propagated(nil) == ["traceparent": trace.traceparent.text])
+            #expect(TraceCarrier.propagated(.topLevel) == ["traceparent": trace.traceparent.text])
+            #expect(!TraceSwitch.inSampledTrace)
+        }
+        #expect(TraceCarrier.propagated(nil).isEmpty)
     }
 }

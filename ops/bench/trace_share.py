@@ -6,11 +6,14 @@ to the project's tracing (the Traces and TraceExport modules, the API's server s
 the exporter's HTTP thread) or to swift-distributed-tracing's own types: what tracing adds to the process, measured
 directly, where the rate and CPU-per-request comparisons of `tracing.sh` are within this machine's noise (±10% a run).
 Async code's stacks hold only the running partial function, so a span around a request counts only its own work,
-not the request's."""
+not the request's. Where the traced work runs synchronously inside a span's frame (a sampled job's handler and its
+`finish`, a traced enqueue's own enqueue), the frame nearest the sample decides: that work is not tracing's."""
 import collections, json, re, sys
 
 TRACING = re.compile(
     r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|CurlMultiThread|15Instrumentation0A7ContextV6Traces")
+# The work a span is around, when it runs inside the span's frame: the job's handler and its end, the enqueue itself.
+TRACED_WORK = re.compile(r"WorkerC6finish|JobRegistry|enqueueOne")
 
 
 def main():
@@ -23,10 +26,11 @@ def main():
         if not stack:
             return
         total += 1
-        frames = [frame for frame in stack if TRACING.search(frame)]
-        if frames:
+        # perf lists a sample's frames leaf first.
+        nearest = next((frame for frame in stack if TRACED_WORK.search(frame) or TRACING.search(frame)), None)
+        if nearest is not None and not TRACED_WORK.search(nearest):
             hit += 1
-            outermost[frames[-1][:100]] += 1
+            outermost[[frame for frame in stack if TRACING.search(frame)][-1][:100]] += 1
 
     for line in sys.stdin:
         line = line.rstrip("\n")

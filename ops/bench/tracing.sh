@@ -16,7 +16,7 @@
 # serve's CPU per request is read from /proc over each wrk run, and also given as the median of each run's ratio to off
 # (the modes alternate, so a run pairs them). `--chats 0` or `--noops 0` leaves that part out. Medians; writes ops/bench/results/tracing-<date>.md
 # with the machine's description (BENCH_TAG=x: tracing-<date>-x).
-# --profile also records each measured process with `perf record -g` (frame pointers, 999 Hz) and reports the share of
+# --profile also records each measured process with `perf record -a -g` (frame pointers, 999 Hz) and reports the share of
 # its CPU samples whose stack holds a tracing frame (trace_share.py): tracing's own cost, measured directly, where the
 # rates compared above move ±10% from run to run. perf slows what it records, so read the rates of such a run as
 # perturbed, and take them from a run without it.
@@ -96,19 +96,23 @@ wait_for_serve() {
     done
 }
 
-# profile_start PID: with --profile, records the process's stacks until profile_stop.
+# profile_start PID: with --profile, records stacks until profile_stop, of the whole machine: `perf record -p` follows
+# only the threads that exist as it starts, and a process that has just started makes more (the cooperative pool's).
 profile_start() {
     $profile || return 0
-    perf record -q -F 999 -g -p "$1" -o "$work/perf.data" >/dev/null 2>&1 &
+    profiled=$1
+    perf record -q -a -F 999 -g -o "$work/perf.data" >/dev/null 2>&1 &
     perf_pid=$!
     sleep 0.2
 }
 
-# profile_stop NAME MODE: with --profile, ends the recording and appends "MODE {share…}" to $work/NAME_share.
+# profile_stop NAME MODE: with --profile, ends the recording and appends "MODE {share…}" of the process's samples to
+# $work/NAME_share.
 profile_stop() {
     $profile || return 0
     kill -INT "$perf_pid" && wait "$perf_pid" 2>/dev/null || true
-    echo "$2 $(perf script -i "$work/perf.data" -F ip,sym 2>/dev/null | python3 ops/bench/trace_share.py)" >>"$work/$1_share"
+    echo "$2 $(perf script -i "$work/perf.data" --pid "$profiled" -F ip,sym 2>/dev/null | python3 ops/bench/trace_share.py)" \
+        >>"$work/$1_share"
 }
 
 # cpu_ticks PID: the process's user + system CPU so far, in clock ticks.
