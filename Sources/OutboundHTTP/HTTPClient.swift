@@ -16,12 +16,14 @@ package final class HTTPClient: Sendable {
     package let observer: (any HTTPClientObserver)?
     private let thread: CurlMultiThread
 
+    /// - Parameter threadName: its transfers' thread's name (at most 15 bytes are kept), which `top -H` and `perf` show.
     package init(
-        options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http"), observer: (any HTTPClientObserver)? = nil
+        options: HTTPClientOptions = .init(), logger: Logger = Logger(label: "carbscan.http"), observer: (any HTTPClientObserver)? = nil,
+        threadName: String = "carbscan.http"
     ) {
         self.options = options
         self.observer = observer
-        self.thread = CurlMultiThread(name: "carbscan.http", options: options, logger: logger)
+        self.thread = CurlMultiThread(name: threadName, options: options, logger: logger)
     }
 
     deinit {

@@ -59,7 +59,7 @@ public final class OTLPExporter: Service, Sendable {
             options: HTTPClientOptions(
                 totalTimeout: options.timeout, maxResponseBytes: 1 << 20, userAgent: "carbscan-otlp/\(options.version)",
                 maxConnectionsPerHost: 1, caBundlePath: options.certificate),
-            logger: logger)
+            logger: logger, threadName: "carbscan.otlp")
         request = OTLPTraceRequest(resource: options.resource, scope: ("carbscan", options.version))
     }
 

@@ -1,9 +1,10 @@
-"""The share of one process's CPU spent in tracing code, from `perf script -F ip,sym` of a `perf record -g` on it.
+"""The share of one process's CPU spent in tracing code, from `perf script -F comm,ip,sym` of a `perf record -g` on it.
 
 Reads the stacks on stdin and prints one JSON object: the samples, those with a tracing frame anywhere in their stack,
 their share in percent, and the biggest of them by their outermost tracing frame. A sample counts when a frame belongs
-to the project's tracing (the Traces and TraceExport modules, the API's server span middleware, a traced enqueue,
-the exporter's HTTP thread) or to swift-distributed-tracing's own types: what tracing adds to the process, measured
+to the project's tracing (the Traces and TraceExport modules, the API's server span middleware, a traced enqueue) or
+to swift-distributed-tracing's own types, or when it ran on the exporter's HTTP thread (`carbscan.otlp`; the other
+HTTP clients' threads, `carbscan.http`, run the same code for the model's calls): what tracing adds to the process, measured
 directly, where the rate and CPU-per-request comparisons of `tracing.sh` are within this machine's noise (±10% a run).
 Async code's stacks hold only the running partial function, so a span around a request counts only its own work,
 not the request's. Where the traced work runs synchronously inside a span's frame (a sampled job's handler and its
@@ -11,7 +12,8 @@ not the request's. Where the traced work runs synchronously inside a span's fram
 import collections, json, re, sys
 
 TRACING = re.compile(
-    r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|CurlMultiThread|15Instrumentation0A7ContextV6Traces")
+    r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|15Instrumentation0A7ContextV6Traces")
+EXPORTER_THREAD = "carbscan.otlp"
 # The work a span is around, when it runs inside the span's frame: the job's handler and its end, the enqueue itself.
 TRACED_WORK = re.compile(r"WorkerC6finish|JobRegistry|enqueueOne")
 
@@ -20,12 +22,17 @@ def main():
     total = hit = 0
     outermost = collections.Counter()
     stack = []
+    thread = ""
 
     def done():
         nonlocal total, hit
         if not stack:
             return
         total += 1
+        if thread == EXPORTER_THREAD:
+            hit += 1
+            outermost["the exporter's HTTP thread"] += 1
+            return
         # perf lists a sample's frames leaf first.
         nearest = next((frame for frame in stack if TRACED_WORK.search(frame) or TRACING.search(frame)), None)
         if nearest is not None and not TRACED_WORK.search(nearest):
@@ -41,6 +48,9 @@ def main():
             parts = line.split(None, 1)
             if len(parts) == 2:
                 stack.append(parts[1])
+        else:
+            # A sample's header line: its thread's name (comm) first.
+            thread = line.split()[0]
     done()
     print(json.dumps({
         "samples": total, "tracing_samples": hit, "share_pct": round(100 * hit / total, 2) if total else None,

@@ -111,7 +111,7 @@ profile_start() {
 profile_stop() {
     $profile || return 0
     kill -INT "$perf_pid" && wait "$perf_pid" 2>/dev/null || true
-    echo "$2 $(perf script -i "$work/perf.data" --pid "$profiled" -F ip,sym 2>/dev/null | python3 ops/bench/trace_share.py)" \
+    echo "$2 $(perf script -i "$work/perf.data" --pid "$profiled" -F comm,ip,sym 2>/dev/null | python3 ops/bench/trace_share.py)" \
         >>"$work/$1_share"
 }
 
