@@ -37,6 +37,7 @@ struct HelloServer: AsyncParsableCommand {
         let redis = try global.redis(logger: logger)
         var configuration = try PostgresConfiguration(url: databaseURL)
         configuration.poolSize = 8
+        configuration.genericPlans = true  // as `serve`'s
         let database = PostgresClient(configuration: configuration, logger: logger)
         let queue = JobQueue(redis: redis, catalog: try global.catalog(), options: QueueOptions(prefix: prefix))
         let router = Router()

@@ -77,12 +77,7 @@ extension PostgresConnection {
         }
         // The decoders read ISO timestamps in UTC, hex bytea, and floats printed exactly.
         var settings = [("TimeZone", "UTC"), ("DateStyle", "ISO"), ("bytea_output", "hex"), ("extra_float_digits", "3")]
-        // A prepared statement is planned once, not at every run. Left to choose, PostgreSQL re-plans a statement
-        // whenever a plan for the given values looks cheaper than the generic one, which it does for any user the
-        // statistics do not name (every user of a large table, or one newer than the last ANALYZE): `GET /meals`'s
-        // page statement then cost Postgres 330 µs of CPU per request instead of 120 (2026-11-28). Every statement
-        // here is keyed by ids, where a generic plan is the right one.
-        settings.append(("plan_cache_mode", "force_generic_plan"))
+        if configuration.genericPlans { settings.append(("plan_cache_mode", "force_generic_plan")) }
         if let timeout = configuration.statementTimeout {
             settings.append(("statement_timeout", String(max(timeout.millisecondsRoundedUp, 0))))
         }

@@ -100,8 +100,9 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    func database(logger: Logger, poolSize: Int = 8) throws -> PostgresClient {
-        try Self.client(url: databaseURL, logger: logger, poolSize: poolSize)
+    /// - Parameter genericPlans: prepared statements keep their generic plan (`PostgresConfiguration.genericPlans`).
+    func database(logger: Logger, poolSize: Int = 8, genericPlans: Bool = false) throws -> PostgresClient {
+        try Self.client(url: databaseURL, logger: logger, poolSize: poolSize, genericPlans: genericPlans)
     }
 
     /// The connection migrations run on: `DATABASE_MIGRATION_URL`, else the database's. Their advisory lock is
@@ -113,10 +114,11 @@ struct GlobalOptions: ParsableArguments {
     var migrationDatabaseURL: String { EnvironmentReader.process.text("DATABASE_MIGRATION_URL") ?? databaseURL }
 
     /// A client for `url`, in the pooler mode `DATABASE_POOLER` names when set (it overrides the URL's `pooler=`).
-    private static func client(url: String, logger: Logger, poolSize: Int) throws -> PostgresClient {
+    private static func client(url: String, logger: Logger, poolSize: Int, genericPlans: Bool = false) throws -> PostgresClient {
         do {
             var configuration = try PostgresConfiguration(url: url)
             configuration.poolSize = poolSize
+            configuration.genericPlans = genericPlans
             if let pooler = EnvironmentReader.process.text("DATABASE_POOLER") {
                 configuration.pooler = try PostgresPooler(setting: pooler)
             }

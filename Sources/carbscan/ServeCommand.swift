@@ -52,7 +52,8 @@ struct ServeCommand: AsyncParsableCommand {
             if settings.auth.usesEphemeralSecret {
                 logger.warning("JWT_SECRET is not set: using a random secret, so tokens stop working when this process stops")
             }
-            let database = try global.database(logger: logger, poolSize: databasePool)
+            // The API's statements are all keyed by a user or an id: planned once (`PostgresConfiguration.genericPlans`).
+            let database = try global.database(logger: logger, poolSize: databasePool, genericPlans: true)
             if migrate { try await global.migrate(logger: logger) }
             let queue = try global.jobQueue(logger: logger)
             let telemetry = noMetrics ? nil : Telemetry.forProcess()

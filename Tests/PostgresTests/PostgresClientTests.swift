@@ -163,10 +163,10 @@ import Testing
         }
     }
 
-    /// Skewed data makes a plan for a rare value look cheaper than the generic plan, so PostgreSQL on its own would
-    /// plan the statement again at every run.
-    @Test func aPreparedStatementIsPlannedOnceNotAtEveryRun() async throws {
-        try await TestDatabase.withSchema(poolSize: 1) { db, _ in
+    /// Skewed data makes a plan for a rare value look cheaper than the generic plan, so PostgreSQL on its own plans the
+    /// statement again at every run; with `genericPlans` it plans it once.
+    @Test(arguments: [false, true]) func aPreparedStatementKeepsItsGenericPlanWhenAsked(genericPlans: Bool) async throws {
+        try await TestDatabase.withSchema { db, schema in
             try await db.executeScript(
                 """
                 CREATE TABLE skewed (k int, v int);
@@ -174,14 +174,18 @@ import Testing
                 CREATE INDEX skewed_k ON skewed (k);
                 ANALYZE skewed;
                 """)
+            var configuration = try schema.configuration(poolSize: 1)
+            configuration.genericPlans = genericPlans
+            let client = PostgresClient(configuration: configuration, logger: TestDatabase.logger)
+            defer { client.shutdown() }
             for _ in 0..<10 {
-                #expect(try await db.query("SELECT v FROM skewed WHERE k = $1", [7]).count == 1)
+                #expect(try await client.query("SELECT v FROM skewed WHERE k = $1", [7]).count == 1)
             }
-            let plans = try await db.query(
+            let plans = try await client.query(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = 'SELECT v FROM skewed WHERE k = $1'")
             #expect(plans.count == 1)
-            #expect(try plans[0].decode("generic_plans", as: Int.self) == 10)
-            #expect(try plans[0].decode("custom_plans", as: Int.self) == 0)
+            #expect(try plans[0].decode("generic_plans", as: Int.self) == (genericPlans ? 10 : 0))
+            #expect(try plans[0].decode("custom_plans", as: Int.self) == (genericPlans ? 0 : 10))
         }
     }
 

@@ -24,7 +24,9 @@ extension ReadReplicaSettings {
         var replicas: [PostgresConfiguration] = []
         for (index, url) in urls.enumerated() {
             do {
-                replicas.append(try PostgresConfiguration(url: url))
+                var replica = try PostgresConfiguration(url: url)
+                replica.genericPlans = true  // the API's reads, as on the primary
+                replicas.append(replica)
             } catch {
                 throw SettingError("DATABASE_READ_URL", "replica \(index + 1) of \(urls.count): \(error.message)")
             }
