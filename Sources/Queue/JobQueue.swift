@@ -166,13 +166,14 @@ public final class JobQueue: Sendable {
     /// straight to its path, without the batch's grouping (the one-by-one producer's figure is one round trip plus this).
     public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
         if TraceSwitch.isOn {
+            let inTrace = TraceCarrier.inTrace
             // Inside a trace the sampler dropped, the job only carries its context (its run is dropped too).
-            if TraceCarrier.inTrace, !TraceSwitch.inSampledTrace {
+            if inTrace, !TraceSwitch.inSampledTrace {
                 return try await enqueueOne(
                     kind, payload: payload, options: options, id: options.id ?? .random(), trace: TraceCarrier.current())
             }
             // Outside any trace the job starts one; dropped, it carries only that (its run is dropped too).
-            if !TraceCarrier.inTrace, let decision = TraceSwitch.decide(traceparent: nil, tracestate: nil) {
+            if !inTrace, let decision = TraceSwitch.decide(traceparent: nil, tracestate: nil) {
                 switch decision {
                 case .dropped(let dropped):
                     return try await enqueueOne(
