@@ -20,38 +20,38 @@ struct ServerSpanMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // A trace the sampler drops gets no span: only its context, for the job and the calls the request makes.
-        let parent: InstrumentationContext
+        let parent: SampledParent
         switch TraceSwitch.decide(
             traceparent: request.headers[TraceHeaders.traceparent].map { $0[...] },
             tracestate: request.headers[TraceHeaders.tracestate].map { $0[...] })
         {
         case .dropped(let dropped):
             return try await DroppedTrace.$current.withValue(dropped) { try await next(request, context) }
-        case .sampled(let context): parent = context
+        case .sampled(let sampled): parent = sampled
         case nil: return try await next(request, context)
         }
         let method = request.method.rawValue
-        let span = TraceSwitch.startSpan(method, context: parent, ofKind: .server)
-        // Described here and handed to the span once, as it ends: each attribute set on a span copies its dictionary.
-        var attributes = describe(request, context: context)
+        let span = TraceSwitch.startSpan(method, parent: parent, ofKind: .server)
+        // Described here and handed to the span once, as it ends: each attribute set on a span takes its lock.
+        var fields = describe(request, context: context)
         do {
             let response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
-            finish(span, method: method, context: context, status: Int(response.status.code), into: &attributes)
+            finish(span, method: method, context: context, status: Int(response.status.code), into: &fields)
             guard let length = response.body.contentLength else {
                 // A stream (server-sent events): the span ends after its last byte.
-                span.attributes = SpanAttributes(attributes)
+                span.set(fields)
                 return endingAfterBody(response, span: span)
             }
             // A body of known length ends the span as it is handed over, a few µs before its bytes are written:
             // wrapping it would take it off Hummingbird's one-write path (head, body and end as one batch).
-            attributes["http.response.body.size"] = .int64(Int64(length))
-            span.attributes = SpanAttributes(attributes)
+            fields.append("http.response.body.size", .int(Int64(length)))
+            span.set(fields)
             span.end()
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            finish(span, method: method, context: context, status: status, into: &attributes)
-            span.attributes = SpanAttributes(attributes)
+            finish(span, method: method, context: context, status: status, into: &fields)
+            span.set(fields)
             if status >= 500 { span.setStatus(.init(code: .error)) }
             span.recordError(error)
             span.end()
@@ -71,32 +71,34 @@ struct ServerSpanMiddleware: RouterMiddleware {
         return response
     }
 
-    private func describe(_ request: Request, context: Context) -> [String: SpanAttribute] {
-        var attributes = [String: SpanAttribute](minimumCapacity: 16)
-        attributes["http.request.method"] = .string(request.method.rawValue)
-        attributes["url.path"] = .string(request.uri.path)
-        attributes["url.scheme"] = .string("http")
+    private func describe(_ request: Request, context: Context) -> SpanFields {
+        var fields = SpanFields(capacity: 16)
+        fields.append("http.request.method", .string(request.method.rawValue))
+        fields.append("url.path", .string(request.uri.path))
+        fields.append("url.scheme", "http")
         if let query = request.uri.query, !query.isEmpty {
-            attributes["url.query"] = .string(
-                request.uri.queryParameters
-                    .map { redactedQueryParameters.contains($0.key) ? "\($0.key)=REDACTED" : "\($0.key)=\($0.value)" }
-                    .joined(separator: "&"))
+            fields.append(
+                "url.query",
+                .string(
+                    request.uri.queryParameters
+                        .map { redactedQueryParameters.contains($0.key) ? "\($0.key)=REDACTED" : "\($0.key)=\($0.value)" }
+                        .joined(separator: "&")))
         }
-        if let agent = request.headers[.userAgent] { attributes["user_agent.original"] = .string(agent) }
-        if let length = request.headers[.contentLength].flatMap({ Int64($0) }) { attributes["http.request.body.size"] = .int64(length) }
-        if let type = request.headers[.contentType] { attributes["http.request.header.content_type"] = .stringArray([type]) }
-        if let peer = context.peerIP { attributes["network.peer.address"] = .string(peer) }
-        if let client = context.remoteIP { attributes["client.address"] = .string(client) }
-        return attributes
+        if let agent = request.headers[.userAgent] { fields.append("user_agent.original", .string(agent)) }
+        if let length = request.headers[.contentLength].flatMap({ Int64($0) }) { fields.append("http.request.body.size", .int(length)) }
+        if let type = request.headers[.contentType] { fields.append("http.request.header.content_type", .other(.stringArray([type]))) }
+        if let peer = context.peerIP { fields.append("network.peer.address", .string(peer)) }
+        if let client = context.remoteIP { fields.append("client.address", .string(client)) }
+        return fields
     }
 
     /// The route, known once the router has matched it, names the span (`{method} {route}`).
-    private func finish(_ span: any Span, method: String, context: Context, status: Int, into attributes: inout [String: SpanAttribute]) {
+    private func finish(_ span: RecorderSpan, method: String, context: Context, status: Int, into fields: inout SpanFields) {
         if let route = context.endpointPath {
             span.operationName = "\(method) \(route)"
-            attributes["http.route"] = .string(route)
+            fields.append("http.route", .string(route))
         }
-        attributes["http.response.status_code"] = .int64(Int64(status))
+        fields.append("http.response.status_code", .int(Int64(status)))
     }
 }
 

@@ -8,18 +8,16 @@ import Traces
 enum MessagingSpan {
     static let system = "carbscan"
 
-    /// Written into a dictionary sized once and handed to the span whole: set one by one on the span's
-    /// `SpanAttributes`, each went through its existential setter and the dictionary grew three times (a third of a
-    /// no-op job's span in the worker, perf 2026-11-28).
-    static func attributes(
-        queue: String, operation: String, job: JobID?, kind: String, into attributes: inout [String: SpanAttribute]
-    ) {
-        attributes["messaging.system"] = .string(system)
-        attributes["messaging.operation.type"] = .string(operation)
-        attributes["messaging.operation.name"] = .string(operation)
-        attributes["messaging.destination.name"] = .string(queue)
-        if let job { attributes["messaging.message.id"] = .string(job.rawValue) }
-        attributes["carbscan.job.kind"] = .string(kind)
+    /// The attributes both kinds share, first in a span's `SpanFields` (sized for the ones each kind adds).
+    static func fields(queue: String, operation: String, job: JobID?, kind: String, capacity: Int) -> SpanFields {
+        var fields = SpanFields(capacity: capacity)
+        fields.append("messaging.system", .string(system))
+        fields.append("messaging.operation.type", .string(operation))
+        fields.append("messaging.operation.name", .string(operation))
+        fields.append("messaging.destination.name", .string(queue))
+        if let job { fields.append("messaging.message.id", .string(job.rawValue)) }
+        fields.append("carbscan.job.kind", .string(kind))
+        return fields
     }
 }
 
@@ -29,19 +27,15 @@ extension JobQueue {
         let queue = catalog[kind]?.queue ?? kind
         return try await TraceSwitch.withSpan("send \(queue)", ofKind: .producer) { span in
             let id = options.id ?? .random()
-            if span.isRecording {
-                var attributes = [String: SpanAttribute](minimumCapacity: 8)
-                MessagingSpan.attributes(queue: queue, operation: "send", job: id, kind: kind, into: &attributes)
-                span.attributes = SpanAttributes(attributes)
-            }
+            span.set(MessagingSpan.fields(queue: queue, operation: "send", job: id, kind: kind, capacity: 8))
             let result = try await enqueueOne(kind, payload: payload, options: options, id: id, trace: TraceCarrier.current())
             switch result {
             case .enqueued: break
             case .duplicate(let holder):
-                span.attributes["carbscan.enqueue.outcome"] = "duplicate"
-                if let holder { span.attributes["carbscan.enqueue.duplicate_of"] = holder.rawValue }
+                span.set("carbscan.enqueue.outcome", "duplicate")
+                if let holder { span.set("carbscan.enqueue.duplicate_of", .string(holder.rawValue)) }
             case .alreadyFired:
-                span.attributes["carbscan.enqueue.outcome"] = "already_fired"
+                span.set("carbscan.enqueue.outcome", "already_fired")
             }
             return result
         }

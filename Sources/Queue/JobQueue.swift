@@ -179,7 +179,7 @@ public final class JobQueue: Sendable {
                     return try await enqueueOne(
                         kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.carried)
                 case .sampled(let root):
-                    return try await InstrumentationContext.$current.withValue(root) {
+                    return try await InstrumentationContext.$current.withValue(root.context) {
                         try await tracedEnqueue(kind, payload: payload, options: options)
                     }
                 }

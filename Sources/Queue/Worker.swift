@@ -527,13 +527,13 @@ public final class Worker: Service {
     /// The sampler's decision for the trace the job's producer started (a new trace for a job enqueued without one: a
     /// cron fire, a bulk enqueue).
     private static func trace(of job: ReservedJob) -> TraceDecision? {
-        let carried = job.traceContext.map(TraceCarrier.fields(of:))
-        return TraceSwitch.decide(traceparent: carried?["traceparent"]?[...], tracestate: carried?["tracestate"]?[...])
+        let carried = job.traceContext.map { TraceCarrier.traceFields(of: $0[...]) }
+        return TraceSwitch.decide(traceparent: carried?.traceparent, tracestate: carried?.tracestate)
     }
 
     /// The job's task; `parent`, the context of the sampled trace its span starts in.
     private func spawn(
-        _ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, parent: InstrumentationContext? = nil
+        _ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, parent: SampledParent? = nil
     ) -> Task<Void, Never> {
         guard gated else { return Task { await self.execute(job, handler: handler, parent: parent) } }
         // Bound around the task's creation, which copies it: the job's own frames stay as they are.
@@ -544,7 +544,7 @@ public final class Worker: Service {
 
     /// The job's task. Only the handler's call is awaited: its frame stays allocated for as long as the job runs
     /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
-    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler, parent: InstrumentationContext?) async {
+    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler, parent: SampledParent?) async {
         let began = ContinuousClock.now
         if let parent { return await tracedExecute(job, handler: handler, parent: parent, began: began) }
         // Inline, not `untracedExecute`: a second async frame would be kept with every job held.
@@ -568,22 +568,21 @@ public final class Worker: Service {
         finish(job, result: result, began: began)
     }
 
-    /// `execute` as a consumer span of the sampled trace `parent` is the context of. Each attempt is a span of its
+    /// `execute` as a consumer span of the sampled trace `parent` belongs to. Each attempt is a span of its
     /// own, and the lines logged while it runs and as it ends carry its ids.
     private func tracedExecute(
-        _ job: ReservedJob, handler: JobRegistry.Handler, parent: InstrumentationContext, began: ContinuousClock.Instant
+        _ job: ReservedJob, handler: JobRegistry.Handler, parent: SampledParent, began: ContinuousClock.Instant
     ) async {
         let queueName = QueueShards.queue(ofShard: job.queue)
-        await TraceSwitch.withSpan("process \(queueName)", context: parent, ofKind: .consumer) { span in
+        await TraceSwitch.withSpan("process \(queueName)", parent: parent, ofKind: .consumer) { span in
             guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }
-            var attributes = [String: SpanAttribute](minimumCapacity: 12)
-            MessagingSpan.attributes(queue: queueName, operation: "process", job: job.id, kind: job.kind, into: &attributes)
-            attributes["messaging.consumer.group.name"] = .string(QueueKeys.group)
-            attributes["carbscan.job.attempt"] = .int64(Int64(job.attempt))
-            attributes["carbscan.job.max_attempts"] = .int64(Int64(job.maxAttempts))
-            attributes["carbscan.job.since_enqueue_ms"] = .int64(Int64(Date().timeIntervalSince(job.enqueuedAt) * 1000))
-            if job.isolated { attributes["carbscan.job.isolated"] = .bool(true) }
-            span.attributes = SpanAttributes(attributes)
+            var fields = MessagingSpan.fields(queue: queueName, operation: "process", job: job.id, kind: job.kind, capacity: 11)
+            fields.append("messaging.consumer.group.name", .string(QueueKeys.group))
+            fields.append("carbscan.job.attempt", .int(Int64(job.attempt)))
+            fields.append("carbscan.job.max_attempts", .int(Int64(job.maxAttempts)))
+            fields.append("carbscan.job.since_enqueue_ms", .int(Int64(Date().timeIntervalSince(job.enqueuedAt) * 1000)))
+            if job.isolated { fields.append("carbscan.job.isolated", true) }
+            span.set(fields)
             let result: Result<String?, any Error>
             do {
                 result = .success(try await handler(job.payload, context(of: job)))

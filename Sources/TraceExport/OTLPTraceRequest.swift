@@ -44,7 +44,7 @@ extension ProtobufWriter {
         varint(6, Self.kind(span.kind))
         fixed64(7, span.start)
         fixed64(8, span.end)
-        keyValues(9, span.attributes)
+        for (key, value) in span.fields.entries { message(9) { $0.keyValue(key, value) } }
         for event in span.events {
             message(11) { writer in
                 writer.fixed64(1, event.nanosecondsSinceEpoch)
@@ -97,6 +97,20 @@ extension ProtobufWriter {
     fileprivate mutating func keyValue(_ key: String, _ value: SpanAttribute) {
         string(1, key)
         message(2) { $0.anyValue(value) }
+    }
+
+    /// A `KeyValue` message's fields, for a recorded span's own attributes.
+    private mutating func keyValue(_ key: String, _ value: SpanFields.Value) {
+        string(1, key)
+        message(2) { writer in
+            switch value {
+            case .string(let text): writer.string(1, text)
+            case .bool(let flag): writer.varint(2, flag ? 1 : 0)
+            case .int(let number): writer.varint(3, UInt64(bitPattern: number))
+            case .double(let number): writer.double(4, number)
+            case .other(let attribute): writer.anyValue(attribute)
+            }
+        }
     }
 
     /// An `AnyValue`'s one field; an array as an `ArrayValue` of them.

@@ -71,11 +71,19 @@ struct ProtobufWriter {
         bytes.append(contentsOf: value)
     }
 
-    /// Ids: `count` bytes of `value`, big-endian (the order their hex is written in).
-    mutating func id(_ field: UInt64, _ values: UInt64...) {
+    /// A span id: its 8 bytes, big-endian (the order its hex is written in).
+    mutating func id(_ field: UInt64, _ value: UInt64) {
         tag(field, .lengthDelimited)
-        varint(UInt64(values.count * 8))
-        for value in values { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
+        varint(8)
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// A trace id: its 16 bytes, big-endian. Not variadic: that was an array allocated for each id.
+    mutating func id(_ field: UInt64, _ high: UInt64, _ low: UInt64) {
+        tag(field, .lengthDelimited)
+        varint(16)
+        withUnsafeBytes(of: high.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: low.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// A message already written by a writer of its own (a resource, a scope: the same in every export).

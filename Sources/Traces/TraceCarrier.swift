@@ -49,6 +49,22 @@ public enum TraceCarrier {
         return String(parts[1])
     }
 
+    /// A carried text's `traceparent` and `tracestate`, read in place: what a worker decides each job's trace on,
+    /// where a dictionary of new strings cost every job (`fields(of:)`).
+    public static func traceFields(of text: Substring) -> (traceparent: Substring?, tracestate: Substring?) {
+        var fields: (traceparent: Substring?, tracestate: Substring?) = (nil, nil)
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let value = line[line.index(after: equals)...]
+            switch line[..<equals] {
+            case "traceparent": fields.traceparent = value
+            case "tracestate": fields.tracestate = value
+            default: continue
+            }
+        }
+        return fields
+    }
+
     package static func fields(of text: String) -> [String: String] {
         var fields: [String: String] = [:]
         for line in text.split(separator: "\n") {

@@ -68,12 +68,33 @@ public enum TraceSwitch {
         recorder.startSpan(name, context: context ?? .current ?? .topLevel, ofKind: kind, at: instant)
     }
 
+    /// The first span of a sampled trace in this process (a request's, a job's), under the parent the sampler decided
+    /// on (`decide`).
+    public static func startSpan(
+        _ name: String, parent: SampledParent, ofKind kind: SpanKind, at instant: DefaultTracerClock.Instant = DefaultTracerClock.now
+    ) -> RecorderSpan {
+        recorder.startSpan(name, parent: parent, ofKind: kind, at: instant.nanosecondsSinceEpoch)
+    }
+
     /// `body` inside a span from the process's recorder (current while it runs, ended after it, an error recorded).
     public static func withSpan<T>(
         _ name: String, context: InstrumentationContext? = nil, ofKind kind: SpanKind, isolation: isolated (any Actor)? = #isolation,
         _ body: (RecorderSpan) async throws -> T
     ) async rethrows -> T {
-        let span = startSpan(name, context: context, ofKind: kind)
+        try await within(startSpan(name, context: context, ofKind: kind), isolation: isolation, body)
+    }
+
+    /// `body` inside the first span of a sampled trace in this process (`startSpan(_:parent:ofKind:at:)`).
+    public static func withSpan<T>(
+        _ name: String, parent: SampledParent, ofKind kind: SpanKind, isolation: isolated (any Actor)? = #isolation,
+        _ body: (RecorderSpan) async throws -> T
+    ) async rethrows -> T {
+        try await within(startSpan(name, parent: parent, ofKind: kind), isolation: isolation, body)
+    }
+
+    private static func within<T>(
+        _ span: RecorderSpan, isolation: isolated (any Actor)?, _ body: (RecorderSpan) async throws -> T
+    ) async rethrows -> T {
         defer { span.end() }
         do {
             return try await InstrumentationContext.$current.withValue(

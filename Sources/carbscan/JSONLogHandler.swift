@@ -3,6 +3,7 @@ import JSON
 import Logging
 import Settings
 import Synchronization
+import Traces
 
 /// Writes one JSON object per line to stderr: `{"ts":…,"level":…,"msg":…,"logger":…, metadata…}`.
 /// Nothing secret is ever put in metadata by this project (URLs are logged redacted, tokens never).
@@ -10,13 +11,15 @@ struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
-    /// The current span's ids when tracing is on (`trace_id`, `span_id`).
     var metadataProvider: Logger.MetadataProvider?
+    /// Whether a line carries the trace it is written in (`LoggedTrace`): when the `OTEL_` variables turn tracing on.
+    let carriesTrace: Bool
 
-    init(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
+    init(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil, carriesTrace: Bool = false) {
         self.label = label
         self.logLevel = level
         self.metadataProvider = metadataProvider
+        self.carriesTrace = carriesTrace
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -38,7 +41,8 @@ struct JSONLogHandler: LogHandler {
         JSONValue.appendQuoted(event.message.description, to: &line)
         line.append(contentsOf: #","logger":"#.utf8)
         JSONValue.appendQuoted(label, to: &line)
-        for (key, value) in entries(of: event) {
+        let entries = entries(of: event)
+        for (key, value) in entries {
             line.append(UInt8(ascii: ","))
             JSONValue.appendQuoted(key, to: &line)
             line.append(UInt8(ascii: ":"))
@@ -47,6 +51,9 @@ struct JSONLogHandler: LogHandler {
             } else {
                 JSONValue.appendQuoted(value.description, to: &line)
             }
+        }
+        if carriesTrace, let trace = LoggedTrace.current, !entries.contains(where: { $0.key == "trace_id" }) {
+            Self.append(trace, to: &line)
         }
         line.append(contentsOf: "}\n".utf8)
         // One write(2) per line, as FileHandle's did, without its copy into a `Data`: lines of concurrent writers
@@ -60,6 +67,18 @@ struct JSONLogHandler: LogHandler {
                 left = UnsafeRawBufferPointer(rebasing: left[written...])
             }
         }
+    }
+
+    /// `,"span_id":"…","trace_flags":"1","trace_id":"…"`, without the span's id in a trace the sampler dropped.
+    private static func append(_ trace: LoggedTrace, to line: inout [UInt8]) {
+        if trace.spanID != nil {
+            line.append(contentsOf: #","span_id":""#.utf8)
+            trace.appendSpanID(to: &line)
+            line.append(UInt8(ascii: "\""))
+        }
+        line.append(contentsOf: (trace.isSampled ? #","trace_flags":"1","trace_id":""# : #","trace_flags":"0","trace_id":""#).utf8)
+        trace.appendTraceID(to: &line)
+        line.append(UInt8(ascii: "\""))
     }
 
     /// The line's metadata by key: the event's over the logger's, both over the span's ids from the provider. Only
@@ -137,8 +156,8 @@ enum LogSetup {
     /// line written inside a span carries its ids when the `OTEL_` variables turn tracing on (`TracingSetup`).
     static func bootstrap() {
         let level = level(default: .info)
-        let provider = (try? TracingSetup.isWanted(.process)) == true ? TracingSetup.logMetadata : nil
-        LoggingSystem.bootstrap({ JSONLogHandler(label: $0, level: level, metadataProvider: $1) }, metadataProvider: provider)
+        let traced = (try? TracingSetup.isWanted(.process)) == true
+        LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level, carriesTrace: traced) }
     }
 
     /// `LOG_LEVEL`, or `fallback` when it is unset or not a level's name.

@@ -194,14 +194,4 @@ enum TracingSetup {
         guard let tracing else { return services }
         return [.init(service: tracing)] + services
     }
-
-    /// Log lines written inside a span carry its `trace_id`, `span_id` and `trace_flags`; inside a trace the sampler
-    /// dropped, which has no span here, its `trace_id` and `trace_flags` 0.
-    static var logMetadata: Logger.MetadataProvider {
-        Logger.MetadataProvider {
-            if let dropped = DroppedTrace.current { return ["trace_id": .string(dropped.traceparent.traceID), "trace_flags": "0"] }
-            guard let span = InstrumentationContext.current?.spanIdentity, !span.isRemote else { return [:] }
-            return ["trace_id": .string(span.traceID), "span_id": .string(span.spanIDText), "trace_flags": span.isSampled ? "1" : "0"]
-        }
-    }
 }

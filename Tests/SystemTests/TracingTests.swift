@@ -125,10 +125,11 @@ import Testing
             // The job's record names the trace (the dashboard's job page shows it).
             let jobID = try #require(run.attributes["messaging.message.id"]?.string.flatMap(JobID.init(rawValue:)))
             #expect(try await queue.record(jobID)?.traceID == app.traceID)
-            // The worker's lines about the job carry the trace.
+            // The worker's lines about the job carry the trace and the attempt's span.
             #expect(
                 worker.output.split(separator: "\n").contains {
                     $0.contains("job succeeded") && $0.contains(#""trace_id":"\#(app.traceID)""#)
+                        && $0.contains(#""span_id":"\#(run.spanID)","trace_flags":"1""#)
                 },
                 "\(worker.output)")
             // Secrets stay out: the model's key, the user's token.
@@ -214,7 +215,8 @@ import Testing
             #expect(parts.count == 4 && parts[0] == "00" && parts[1].count == 32 && parts[3] == "00", "\(sent)")
             #expect(
                 worker.output.split(separator: "\n").contains {
-                    $0.contains("job succeeded") && $0.contains(#""trace_id":"\#(parts[1])""#)
+                    $0.contains("job succeeded") && $0.contains(#""trace_flags":"0","trace_id":"\#(parts[1])""#)
+                        && !$0.contains("span_id")
                 },
                 "\(worker.output)")
 

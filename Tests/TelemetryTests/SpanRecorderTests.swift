@@ -8,10 +8,10 @@ import Traces
 
     static func parent(_ header: String, tracestate: String? = nil) throws -> InstrumentationContext {
         guard
-            case .sampled(let context) = TraceSampling(followsParent: true, ratio: 1).decide(
+            case .sampled(let parent) = TraceSampling(followsParent: true, ratio: 1).decide(
                 parent: Traceparent(header), tracestate: tracestate)
         else { throw SpanRecorderError.dropped }
-        return context
+        return parent.context
     }
 
     enum SpanRecorderError: Error { case dropped }
@@ -39,6 +39,28 @@ import Traces
         #expect(sent.text == "00-4bf92f3577b34da6a3ce929d0e0e4736-\(parent.identity.spanIDText)-01")
     }
 
+    /// The sampler's remote parent starts the same span directly as through a context holding it.
+    @Test func theSamplersParentStartsTheSpanItsContextWould() throws {
+        let batch = SpanBatch()
+        let recorder = SpanRecorder(batch: batch)
+        guard
+            case .sampled(let parent) = TraceSampling(followsParent: true, ratio: 1).decide(
+                parent: Traceparent(Self.remote), tracestate: "congo=t61")
+        else { throw SpanRecorderError.dropped }
+        let direct = recorder.startSpan("GET", parent: parent, ofKind: .server, at: 1)
+        let bound = recorder.startSpan("GET", context: parent.context, ofKind: .server)
+        #expect(direct.context.spanIdentity?.isRemote == false && direct.context.spanIdentity?.isSampled == true)
+        direct.end()
+        bound.end()
+        let spans = batch.take().spans
+        #expect(spans.count == 2)
+        for span in spans {
+            #expect(span.identity.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && span.identity.tracestate == "congo=t61")
+            #expect(span.parentID == 0x00f0_67aa_0ba9_02b7 && span.parentIsRemote)
+        }
+        #expect(spans[0].identity.spanID != spans[1].identity.spanID)
+    }
+
     /// A trace the ratio kept is started on the very id it was drawn on, so another process drawing on it keeps it too.
     @Test func aKeptRootStartsOnTheIdsTheSamplerDrew() throws {
         let tenth = TraceSampling(followsParent: false, ratio: 0.1)
@@ -47,7 +69,11 @@ import Traces
         for _ in 0..<2000 {
             guard case .sampled(let root) = tenth.decide(parent: nil) else { continue }
             kept += 1
-            let span = recorder.startSpan("send ai", context: root, ofKind: .producer)
+            // Either way in: the sampler's parent directly (a request, a job), or bound as a context (an enqueue).
+            let span =
+                kept.isMultiple(of: 2)
+                ? recorder.startSpan("send ai", context: root.context, ofKind: .producer)
+                : recorder.startSpan("send ai", parent: root, ofKind: .producer, at: 1)
             #expect(tenth.dropped(parent: span.context.spanIdentity!.traceparent) == nil)
             span.end()
         }
@@ -72,6 +98,8 @@ import Traces
         let span = SpanRecorder(batch: batch).startSpan("GET", context: .topLevel, ofKind: .server)
         span.updateAttributes { $0["http.request.method"] = "GET" }
         span.attributes["http.response.status_code"] = 200
+        span.set("carbscan.retried", true)
+        span.set(["http.response.status_code": 201, "user_agent.original": "app"])
         span.operationName = "GET /meals"
         span.setStatus(SpanStatus(code: .ok, message: "dropped"))
         span.setStatus(SpanStatus(code: .error, message: "ignored: ok is final"))
@@ -86,9 +114,15 @@ import Traces
         #expect(spans.count == 1)
         let finished = try #require(spans.first)
         #expect(finished.name == "GET /meals" && finished.parentID == 0)
-        #expect(finished.attributes["http.request.method"]?.toSpanAttribute() == .string("GET"))
-        #expect(finished.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
-        #expect(finished.attributes["late"] == nil)
+        // Set through either API; by `set`, in the order first set, a key set again replaced in place (through
+        // `attributes`, the dictionary's order).
+        let keys = finished.fields.entries.map(\.key)
+        #expect(Set(keys.prefix(2)) == ["http.request.method", "http.response.status_code"])
+        #expect(keys.dropFirst(2) == ["carbscan.retried", "user_agent.original"])
+        #expect(finished.fields["http.request.method"] == .string("GET"))
+        #expect(finished.fields["http.response.status_code"] == .int(201))
+        #expect(finished.fields["carbscan.retried"] == .bool(true))
+        #expect(finished.fields["late"] == nil)
         #expect(finished.status == SpanStatus(code: .ok) && finished.status?.message == nil)
         #expect(finished.events.map(\.name) == ["exception"])
         #expect(finished.events[0].attributes["exception.type"]?.toSpanAttribute() == .string("Refused"))

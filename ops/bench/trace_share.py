@@ -2,7 +2,8 @@
 
 Reads the stacks on stdin and prints one JSON object: the samples, those with a tracing frame anywhere in their stack,
 their share in percent, and the biggest of them by their outermost tracing frame. A sample counts when a frame belongs
-to the project's tracing (the Traces and TraceExport modules, the API's server span middleware, a traced enqueue) or
+to the project's tracing (the Traces and TraceExport modules, the API's server span middleware, a traced enqueue, the
+trace ids a log line carries: `LoggedTrace`, or `TracingSetup`'s metadata provider before 2026-11-29) or
 to swift-distributed-tracing's own types, or when it ran on the exporter's HTTP thread (`carbscan.otlp`; the other
 HTTP clients' threads, `carbscan.http`, run the same code for the model's calls): what tracing adds to the process, measured
 directly, where the rate and CPU-per-request comparisons of `tracing.sh` are within this machine's noise (±10% a run).
@@ -12,10 +13,11 @@ not the request's. Where the traced work runs synchronously inside a span's fram
 import collections, json, re, sys
 
 TRACING = re.compile(
-    r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|15Instrumentation0A7ContextV6Traces")
+    r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|15Instrumentation0A7ContextV6Traces|TracingSetup")
 EXPORTER_THREAD = "carbscan.otlp"
 # The work a span is around, when it runs inside the span's frame: the job's handler and its end, the enqueue itself.
-TRACED_WORK = re.compile(r"WorkerC6finish|JobRegistry|enqueueOne")
+# Also the job's own task (`execute`, `spawn`), whose symbols name the sampler's parent type among their parameters.
+TRACED_WORK = re.compile(r"WorkerC6finish|JobRegistry|enqueueOne|WorkerC7execute|WorkerC5spawn")
 
 
 def main():

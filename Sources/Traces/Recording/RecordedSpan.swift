@@ -6,7 +6,7 @@ import Synchronization
 public final class RecordedSpan: Span {
     private struct State {
         var name: String
-        var attributes: SpanAttributes = [:]
+        var fields = SpanFields()
         var status: SpanStatus?
         var events: [SpanEvent] = []
         var links: [SpanLink] = []
@@ -41,9 +41,20 @@ public final class RecordedSpan: Span {
         set { state.withLock { if !$0.ended { $0.name = newValue } } }
     }
 
+    /// Its attributes as `SpanAttributes`, converted both ways: ``set(_:)`` is the cheaper way to set them.
     public var attributes: SpanAttributes {
-        get { state.withLock { $0.attributes } }
-        set { state.withLock { if !$0.ended { $0.attributes = newValue } } }
+        get { state.withLock { $0.fields.attributes } }
+        set { state.withLock { if !$0.ended { $0.fields = SpanFields(newValue) } } }
+    }
+
+    /// Sets each of `fields`, in their order (replacing a key's value if it is set).
+    public func set(_ fields: SpanFields) {
+        state.withLock { if !$0.ended { $0.fields.set(fields) } }
+    }
+
+    /// Sets one attribute.
+    public func set(_ key: String, _ value: SpanFields.Value) {
+        state.withLock { if !$0.ended { $0.fields.set(key, value) } }
     }
 
     public func setStatus(_ status: SpanStatus) {
@@ -78,15 +89,17 @@ public final class RecordedSpan: Span {
             state.ended = true
             return FinishedSpan(
                 identity: context.spanIdentity!, parentID: parentID, parentIsRemote: parentIsRemote, name: state.name, kind: kind,
-                start: start, end: instant().nanosecondsSinceEpoch, attributes: state.attributes, status: state.status,
+                start: start, end: instant().nanosecondsSinceEpoch, fields: state.fields, status: state.status,
                 events: state.events, links: state.links)
         }
         if let finished { batch.append(finished) }
     }
 }
 
-/// A span that has ended, as the exporter sends it.
-public struct FinishedSpan: Sendable {
+/// A span that has ended, as the exporter sends it. A class: it is made once, as the span ends, and only handed on
+/// after that (to the batch, to the exporter), where each copy of a struct of its dozen parts retained each of them
+/// (perf, 2026-11-29: 1.8% of a no-op worker's CPU at 100% sampling).
+public final class FinishedSpan: Sendable {
     public let identity: SpanIdentity
     /// The parent's span id, 0 for a root span.
     public let parentID: UInt64
@@ -96,14 +109,14 @@ public struct FinishedSpan: Sendable {
     /// Nanoseconds since the Unix epoch.
     public let start: UInt64
     public let end: UInt64
-    public let attributes: SpanAttributes
+    public let fields: SpanFields
     public let status: SpanStatus?
     public let events: [SpanEvent]
     public let links: [SpanLink]
 
     public init(
         identity: SpanIdentity, parentID: UInt64, parentIsRemote: Bool, name: String, kind: SpanKind, start: UInt64, end: UInt64,
-        attributes: SpanAttributes, status: SpanStatus?, events: [SpanEvent], links: [SpanLink]
+        fields: SpanFields, status: SpanStatus?, events: [SpanEvent], links: [SpanLink]
     ) {
         self.identity = identity
         self.parentID = parentID
@@ -112,7 +125,7 @@ public struct FinishedSpan: Sendable {
         self.kind = kind
         self.start = start
         self.end = end
-        self.attributes = attributes
+        self.fields = fields
         self.status = status
         self.events = events
         self.links = links

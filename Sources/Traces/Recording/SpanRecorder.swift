@@ -27,31 +27,59 @@ public struct SpanRecorder: Tracer {
         line: UInt
     ) -> RecorderSpan {
         let parent = context()
-        let ids = RandomIDs.next()
-        let identity: SpanIdentity
-        var parentID: UInt64 = 0
-        var parentIsRemote = false
         if let span = parent.spanIdentity {
             guard span.isSampled else { return .unrecorded(parent) }
-            identity = SpanIdentity(
-                traceHigh: span.traceHigh, traceLow: span.traceLow, spanID: ids.span, isSampled: true, tracestate: span.tracestate,
-                isRemote: false)
-            parentID = span.spanID
-            parentIsRemote = span.isRemote
-        } else if let root = parent.sampledRoot {
-            identity = SpanIdentity(
-                traceHigh: root.traceHigh, traceLow: root.traceLow, spanID: ids.span, isSampled: true, tracestate: nil, isRemote: false)
-        } else {
-            identity = SpanIdentity(
-                traceHigh: ids.traceHigh, traceLow: ids.traceLow, spanID: ids.span, isSampled: true, tracestate: nil, isRemote: false)
+            return record(operationName, kind: kind, under: span, in: parent, at: instant().nanosecondsSinceEpoch)
         }
-        var spanContext = parent
-        if parent.sampledRoot != nil { spanContext.sampledRoot = nil }
-        spanContext.spanIdentity = identity
+        if let root = parent.sampledRoot {
+            var base = parent
+            base.sampledRoot = nil
+            return record(operationName, kind: kind, root: root, in: base, at: instant().nanosecondsSinceEpoch)
+        }
+        return record(operationName, kind: kind, root: Self.newRoot(), in: parent, at: instant().nanosecondsSinceEpoch)
+    }
+
+    /// The first span of a sampled trace in this process, under the parent the sampler decided on; its context holds
+    /// only its identity.
+    public func startSpan(_ operationName: String, parent: SampledParent, ofKind kind: SpanKind, at start: UInt64) -> RecorderSpan {
+        if let remote = parent.remote { return record(operationName, kind: kind, under: remote, in: .topLevel, at: start) }
+        return record(operationName, kind: kind, root: parent.root ?? Self.newRoot(), in: .topLevel, at: start)
+    }
+
+    private static func newRoot() -> SampledRoot {
+        let ids = RandomIDs.next()
+        return SampledRoot(traceHigh: ids.traceHigh, traceLow: ids.traceLow)
+    }
+
+    /// A span under `parent` (sampled), in `base` (the context its own identity is added to).
+    private func record(_ name: String, kind: SpanKind, under parent: SpanIdentity, in base: InstrumentationContext, at start: UInt64)
+        -> RecorderSpan
+    {
+        let identity = SpanIdentity(
+            traceHigh: parent.traceHigh, traceLow: parent.traceLow, spanID: RandomIDs.next().span, isSampled: true,
+            tracestate: parent.tracestate, isRemote: false)
+        return record(name, kind: kind, identity: identity, parentID: parent.spanID, parentIsRemote: parent.isRemote, in: base, at: start)
+    }
+
+    /// The root span of a trace on `root`'s ids.
+    private func record(_ name: String, kind: SpanKind, root: SampledRoot, in base: InstrumentationContext, at start: UInt64)
+        -> RecorderSpan
+    {
+        let identity = SpanIdentity(
+            traceHigh: root.traceHigh, traceLow: root.traceLow, spanID: RandomIDs.next().span, isSampled: true, tracestate: nil,
+            isRemote: false)
+        return record(name, kind: kind, identity: identity, parentID: 0, parentIsRemote: false, in: base, at: start)
+    }
+
+    private func record(
+        _ name: String, kind: SpanKind, identity: SpanIdentity, parentID: UInt64, parentIsRemote: Bool, in base: InstrumentationContext,
+        at start: UInt64
+    ) -> RecorderSpan {
+        var context = base
+        context.spanIdentity = identity
         return .recorded(
             RecordedSpan(
-                name: operationName, kind: kind, context: spanContext, parentID: parentID, parentIsRemote: parentIsRemote,
-                start: instant().nanosecondsSinceEpoch, batch: batch))
+                name: name, kind: kind, context: context, parentID: parentID, parentIsRemote: parentIsRemote, start: start, batch: batch))
     }
 
     /// Wakes the exporter to send what has ended.
@@ -106,6 +134,16 @@ public enum RecorderSpan: Span {
             return span.attributes
         }
         nonmutating set { if case .recorded(let span) = self { span.attributes = newValue } }
+    }
+
+    /// Sets each of `fields` on a recorded span (``RecordedSpan/set(_:)``).
+    public func set(_ fields: @autoclosure () -> SpanFields) {
+        if case .recorded(let span) = self { span.set(fields()) }
+    }
+
+    /// Sets one attribute on a recorded span.
+    public func set(_ key: String, _ value: @autoclosure () -> SpanFields.Value) {
+        if case .recorded(let span) = self { span.set(key, value()) }
     }
 
     public func setStatus(_ status: SpanStatus) {
