@@ -6,22 +6,22 @@ import Traces
 /// Only inside a sampled trace (`TraceSwitch.inSampledTrace`); in one the sampler dropped, only its context is sent
 /// (`traceparent` with the flag unset), so whoever is called drops it too.
 struct ClientSpan: Sendable {
-    let span: any Span
+    let span: RecorderSpan
 
     /// Starts the span of `request` and adds its context's headers to it (replacing any of the same name).
     init(_ request: inout HTTPRequest) {
         span = TraceSwitch.startSpan(request.method.rawValue, ofKind: .client)
         let target = Self.target(of: request.url)
-        span.updateAttributes { attributes in
-            attributes["http.request.method"] = request.method.rawValue
-            if let target {
-                // Without its query: a query may carry a key (the conventions ask for credentials to be redacted).
-                attributes["url.full"] = target.url
-                attributes["server.address"] = target.host
-                attributes["server.port"] = target.port
-            }
-            attributes["carbscan.http.provider"] = request.provider
+        var fields = SpanFields(capacity: 5)
+        fields.append("http.request.method", .string(request.method.rawValue))
+        if let target {
+            // Without its query: a query may carry a key (the conventions ask for credentials to be redacted).
+            fields.append("url.full", .string(target.url))
+            fields.append("server.address", .string(target.host))
+            fields.append("server.port", .int(Int64(target.port)))
         }
+        fields.append("carbscan.http.provider", .string(request.provider))
+        span.set(fields)
         Self.inject(span.context, into: &request)
     }
 
@@ -42,14 +42,14 @@ struct ClientSpan: Sendable {
     /// Ends it with the response's status (an error from 400 up, as the conventions say of a client) or the error.
     func end(status: Int?, error: HTTPClientError?) {
         if let status {
-            span.attributes["http.response.status_code"] = status
+            span.set("http.response.status_code", .int(Int64(status)))
             if status >= 400 {
-                span.attributes["error.type"] = String(status)
+                span.set("error.type", .string(String(status)))
                 span.setStatus(SpanStatus(code: .error))
             }
         }
         if let error {
-            span.attributes["error.type"] = "\(error.code)"
+            span.set("error.type", .string("\(error.code)"))
             span.recordError(error)
             span.setStatus(SpanStatus(code: .error, message: error.message))
         }

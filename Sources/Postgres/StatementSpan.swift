@@ -9,19 +9,19 @@ enum StatementSpan {
     ) async throws -> T {
         let operation = String(sql.drop { $0.isWhitespace }.prefix { !$0.isWhitespace }).uppercased()
         return try await TraceSwitch.withSpan(operation.isEmpty ? "postgresql" : operation, ofKind: .client) { span in
-            span.updateAttributes { attributes in
-                attributes["db.system.name"] = "postgresql"
-                attributes["db.operation.name"] = operation
-                attributes["db.query.text"] = sql
-                attributes["db.namespace"] = configuration.database
-                attributes["server.address"] = configuration.host
-                attributes["server.port"] = configuration.port
-            }
+            var fields = SpanFields(capacity: 6)
+            fields.append("db.system.name", "postgresql")
+            fields.append("db.operation.name", .string(operation))
+            fields.append("db.query.text", .string(sql))
+            if let database = configuration.database { fields.append("db.namespace", .string(database)) }
+            fields.append("server.address", .string(configuration.host))
+            fields.append("server.port", .int(Int64(configuration.port)))
+            span.set(fields)
             do {
                 return try await body()
             } catch let error as PostgresError {
-                if let state = error.sqlState { span.attributes["db.response.status_code"] = state }
-                span.attributes["error.type"] = error.sqlState ?? "\(error.code)"
+                if let state = error.sqlState { span.set("db.response.status_code", .string(state)) }
+                span.set("error.type", .string(error.sqlState ?? "\(error.code)"))
                 span.setStatus(SpanStatus(code: .error, message: error.message))
                 throw error
             }

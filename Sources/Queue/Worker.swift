@@ -595,6 +595,8 @@ public final class Worker: Service {
         }
     }
 
+    /// Not inlined, so that a profile tells it (the job's own work) from a traced job's span (`ops/bench/trace_share.py`).
+    @inline(never)
     private func context(of job: ReservedJob) -> JobContext {
         JobContext(
             id: job.id, kind: job.kind, attempt: job.attempt, maxAttempts: job.maxAttempts, scheduledFor: job.scheduledFor,

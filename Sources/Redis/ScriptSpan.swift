@@ -9,17 +9,17 @@ enum ScriptSpan {
         _ body: () async throws -> T
     ) async throws -> T {
         try await TraceSwitch.withSpan("EVALSHA \(script.name)", ofKind: .client) { span in
-            span.updateAttributes { attributes in
-                attributes["db.system.name"] = "redis"
-                attributes["db.operation.name"] = "EVALSHA"
-                attributes["db.stored_procedure.name"] = script.name
-                attributes["server.address"] = configuration.host
-                attributes["server.port"] = configuration.port
-            }
+            var fields = SpanFields(capacity: 5)
+            fields.append("db.system.name", "redis")
+            fields.append("db.operation.name", "EVALSHA")
+            fields.append("db.stored_procedure.name", .string(script.name))
+            fields.append("server.address", .string(configuration.host))
+            fields.append("server.port", .int(Int64(configuration.port)))
+            span.set(fields)
             do {
                 return try await body()
             } catch {
-                span.attributes["error.type"] = (error as? RedisError).map { "\($0.code)" } ?? "\(type(of: error))"
+                span.set("error.type", .string((error as? RedisError).map { "\($0.code)" } ?? "\(type(of: error))"))
                 span.setStatus(SpanStatus(code: .error, message: String(describing: error)))
                 throw error
             }

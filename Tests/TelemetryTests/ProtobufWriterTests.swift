@@ -1,6 +1,6 @@
 import Testing
 
-@testable import TraceExport
+@testable import Traces
 
 /// The wire format the exporter writes, at the lengths where a nested message's length prefix grows: the byte kept
 /// for it suffices below 128, and a longer message moves its bytes to make room (OTLPExporterTests decode whole

@@ -16,8 +16,9 @@ TRACING = re.compile(
     r"6Traces|11TraceExport|7Tracing|ServerSpanMiddleware|tracedEnqueue|15Instrumentation0A7ContextV6Traces|TracingSetup")
 EXPORTER_THREAD = "carbscan.otlp"
 # The work a span is around, when it runs inside the span's frame: the job's handler and its end, the enqueue itself.
-# Also the job's own task (`execute`, `spawn`), whose symbols name the sampler's parent type among their parameters.
-TRACED_WORK = re.compile(r"WorkerC6finish|JobRegistry|enqueueOne|WorkerC7execute|WorkerC5spawn")
+# Also the job's own task (`execute`, `spawn`), whose symbols name the sampler's parent type among their parameters,
+# and the context its handler is given.
+TRACED_WORK = re.compile(r"WorkerC6finish|JobRegistry|enqueueOne|WorkerC7execute|WorkerC5spawn|WorkerC7context")
 
 
 def main():

@@ -4,10 +4,10 @@
 /// Written here instead of swift-protobuf's generated types, whose generic visitor (`traverse`) was 5% of the API's
 /// CPU at 100% sampling (perf, 2026-11-28), and which needs its code generator. A nested message is written in place
 /// and its length put before it once known, in the one byte kept for it when it is short.
-struct ProtobufWriter {
-    private(set) var bytes: [UInt8] = []
+package struct ProtobufWriter {
+    package private(set) var bytes: [UInt8] = []
 
-    init(capacity: Int = 0) {
+    package init(capacity: Int = 0) {
         bytes.reserveCapacity(capacity)
     }
 
@@ -43,56 +43,64 @@ struct ProtobufWriter {
     }
 
     /// `int64`, `uint32`, `bool` and enum fields (a negative `int64` as its two's complement, 10 bytes).
-    mutating func varint(_ field: UInt64, _ value: UInt64) {
+    package mutating func varint(_ field: UInt64, _ value: UInt64) {
         tag(field, .varint)
         varint(value)
     }
 
-    mutating func fixed64(_ field: UInt64, _ value: UInt64) {
+    package mutating func fixed64(_ field: UInt64, _ value: UInt64) {
         tag(field, .fixed64)
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    mutating func fixed32(_ field: UInt64, _ value: UInt32) {
+    package mutating func fixed32(_ field: UInt64, _ value: UInt32) {
         tag(field, .fixed32)
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    mutating func double(_ field: UInt64, _ value: Double) { fixed64(field, value.bitPattern) }
+    package mutating func double(_ field: UInt64, _ value: Double) { fixed64(field, value.bitPattern) }
 
-    mutating func string(_ field: UInt64, _ value: String) {
+    package mutating func string(_ field: UInt64, _ value: String) {
+        // In place for a native string (all of them here); a copy made contiguous otherwise.
+        if value.utf8.withContiguousStorageIfAvailable({ bytes(field, $0) }) != nil { return }
         var value = value
         value.withUTF8 { bytes(field, $0) }
     }
 
-    mutating func bytes(_ field: UInt64, _ value: UnsafeBufferPointer<UInt8>) {
+    package mutating func bytes(_ field: UInt64, _ value: UnsafeBufferPointer<UInt8>) {
         tag(field, .lengthDelimited)
         varint(UInt64(value.count))
         bytes.append(contentsOf: value)
     }
 
     /// A span id: its 8 bytes, big-endian (the order its hex is written in).
-    mutating func id(_ field: UInt64, _ value: UInt64) {
+    package mutating func id(_ field: UInt64, _ value: UInt64) {
         tag(field, .lengthDelimited)
         varint(8)
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
     /// A trace id: its 16 bytes, big-endian. Not variadic: that was an array allocated for each id.
-    mutating func id(_ field: UInt64, _ high: UInt64, _ low: UInt64) {
+    package mutating func id(_ field: UInt64, _ high: UInt64, _ low: UInt64) {
         tag(field, .lengthDelimited)
         varint(16)
         withUnsafeBytes(of: high.bigEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: low.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// Bytes already encoded (a span's attributes, each a field with its tag), as they are.
+    package mutating func append(encoded: [UInt8]) { bytes.append(contentsOf: encoded) }
+
+    /// Takes out what was written at `range` (an attribute set again).
+    package mutating func remove(_ range: Range<Int>) { bytes.removeSubrange(range) }
+
     /// A message already written by a writer of its own (a resource, a scope: the same in every export).
-    mutating func message(_ field: UInt64, encoded: [UInt8]) {
+    package mutating func message(_ field: UInt64, encoded: [UInt8]) {
         encoded.withUnsafeBufferPointer { bytes(field, $0) }
     }
 
     /// A nested message, written by `body`.
-    mutating func message(_ field: UInt64, _ body: (inout ProtobufWriter) -> Void) {
+    package mutating func message(_ field: UInt64, _ body: (inout ProtobufWriter) -> Void) {
         tag(field, .lengthDelimited)
         // One byte kept for the length, enough for a message under 128 bytes (an attribute, its value): only a longer
         // one (a span, the request's outer messages) moves its bytes to make room for the rest.
