@@ -23,12 +23,19 @@ package protocol PostgresDecodable {
     ///   - text: the value in text format.
     ///   - type: the column's type OID (`bytea` is hex-encoded; other columns read as `[UInt8]` give their UTF-8).
     init?(postgresText text: String, type: UInt32)
+    /// The same, read from the bytes of the value in libpq's result, where they are: the default makes them a
+    /// `String` first; types that read them in place (`Date`) skip it.
+    init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>, type: UInt32)
     /// The value SQL NULL decodes to; nil (the default) makes NULL a decoding error.
     static var postgresNull: Self? { get }
 }
 
 extension PostgresDecodable {
     package static var postgresNull: Self? { nil }
+
+    package init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        self.init(postgresText: String(decoding: bytes, as: UTF8.self), type: type)
+    }
 }
 
 /// Type OIDs from `pg_type` (stable across PostgreSQL versions).
@@ -46,6 +53,10 @@ enum PostgresType {
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     package init?(postgresText text: String, type: UInt32) {
         guard let value = Wrapped(postgresText: text, type: type) else { return nil }
+        self = .some(value)
+    }
+    package init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        guard let value = Wrapped(postgresBytes: bytes, type: type) else { return nil }
         self = .some(value)
     }
     package static var postgresNull: Self? { .some(.none) }
@@ -117,6 +128,10 @@ extension Date: PostgresEncodable, PostgresDecodable {
     package var postgresType: UInt32 { PostgresType.timestamptz }
     package init?(postgresText text: String, type: UInt32) {
         guard let date = PostgresTimestamp.parse(text) else { return nil }
+        self = date
+    }
+    package init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>, type: UInt32) {
+        guard let date = PostgresTimestamp.parse(utf8: bytes) else { return nil }
         self = date
     }
 }

@@ -205,13 +205,16 @@ final class PostgresConnection {
         return pg
     }
 
-    /// Copies a result out and frees it. Errors that leave the connection broken drop it, so the next use reconnects.
+    /// Reads a result and frees it, or hands rows over with it (they free it). Errors that leave the connection broken
+    /// drop it, so the next use reconnects.
     private func consume(_ result: OpaquePointer?) throws(PostgresError) -> PostgresRows {
         guard let result else { throw lost() }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE: return Self.rows(of: result)
+        default: break
+        }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
-        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
-            return Self.rows(of: result)
         case PGRES_COMMAND_OK:
             return PostgresRows(storage: PostgresRows.empty.storage, affectedRows: Self.affectedRows(of: result))
         case PGRES_EMPTY_QUERY:
@@ -254,6 +257,7 @@ final class PostgresConnection {
         return PostgresError(.connection, "\(configuration.displayAddress): \(message.isEmpty ? "connection lost" : message)")
     }
 
+    /// The rows of `result`, which they take over.
     private static func rows(of result: OpaquePointer) -> PostgresRows {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
@@ -263,21 +267,9 @@ final class PostgresConnection {
             columns.append(PQfname(result, column).map { String(cString: $0) } ?? "?column?")
             types.append(PQftype(result, column))
         }
-        var cells: [String?] = []
-        cells.reserveCapacity(rowCount * columnCount)
-        for row in 0..<Int32(rowCount) {
-            for column in 0..<Int32(columnCount) {
-                if PQgetisnull(result, row, column) == 1 {
-                    cells.append(nil)
-                } else {
-                    let length = Int(PQgetlength(result, row, column))
-                    let bytes = UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: length)
-                    cells.append(String(decoding: bytes, as: UTF8.self))
-                }
-            }
-        }
-        let storage = PostgresRows.Storage(columns: columns, types: types, cells: cells, count: rowCount)
-        return PostgresRows(storage: storage, affectedRows: PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? rowCount)
+        let affectedRows = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? rowCount
+        let storage = PostgresRows.Storage(columns: columns, types: types, result: result, count: rowCount)
+        return PostgresRows(storage: storage, affectedRows: affectedRows)
     }
 
     private static func affectedRows(of result: OpaquePointer) -> Int {

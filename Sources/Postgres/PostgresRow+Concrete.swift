@@ -1,6 +1,6 @@
 import Foundation
 
-/// Concrete `decode` overloads for the column types most rows hold; the type checker prefers them to the generic
+/// Concrete `decode` overloads for the column types most rows hold, by name and by index; the type checker prefers them to the generic
 /// `decode`, and they are specialized here, in this module.
 ///
 /// The generic `decode` reaches other modules unspecialized although it is inlinable (Swift 6.3, release build:
@@ -62,5 +62,63 @@ extension PostgresRow {
 
     package func decode(_ column: String, as type: UUID?.Type = UUID?.self) throws(PostgresError) -> UUID? {
         try value(column, as: type)
+    }
+
+    // The same by the column's index.
+
+    package func decode(_ index: Int, as type: String.Type = String.self) throws(PostgresError) -> String {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: String?.Type = String?.self) throws(PostgresError) -> String? {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Int.Type = Int.self) throws(PostgresError) -> Int {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Int?.Type = Int?.self) throws(PostgresError) -> Int? {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Int64.Type = Int64.self) throws(PostgresError) -> Int64 {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Int64?.Type = Int64?.self) throws(PostgresError) -> Int64? {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Double.Type = Double.self) throws(PostgresError) -> Double {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Double?.Type = Double?.self) throws(PostgresError) -> Double? {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Bool.Type = Bool.self) throws(PostgresError) -> Bool {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Bool?.Type = Bool?.self) throws(PostgresError) -> Bool? {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Date.Type = Date.self) throws(PostgresError) -> Date {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: Date?.Type = Date?.self) throws(PostgresError) -> Date? {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: UUID.Type = UUID.self) throws(PostgresError) -> UUID {
+        try value(at: index, as: type)
+    }
+
+    package func decode(_ index: Int, as type: UUID?.Type = UUID?.self) throws(PostgresError) -> UUID? {
+        try value(at: index, as: type)
     }
 }

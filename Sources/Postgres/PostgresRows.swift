@@ -1,19 +1,28 @@
-/// The rows a statement returned, copied out of libpq's result (so they outlive it and cross threads).
+import CLibpq
+
+/// The rows a statement returned: libpq's result, owned and read in place, its cells decoded as they are asked for.
 package struct PostgresRows: Sendable, RandomAccessCollection {
-    /// Column metadata and every cell, row-major, shared by the rows.
+    /// Column metadata and libpq's result, shared by the rows; the result is freed with the last of them.
+    ///
+    /// Read in place rather than copied out cell by cell into strings when the statement returned: a page of 20
+    /// meals is 280 cells, most of them timestamps, numbers and NULLs that are never a `String` when decoded (perf,
+    /// 2026-11-29). A `PGresult` is not changed once made and does not depend on its connection, so reading it from
+    /// any thread after the connection moved on is what libpq allows.
     @usableFromInline
-    final class Storage: Sendable {
+    final class Storage: @unchecked Sendable {
         @usableFromInline let columns: [String]
         @usableFromInline let types: [UInt32]
         /// The first column of each name, for a result wider than ``scannedColumns`` (nil for a narrower one).
         let indexByName: [String: Int]?
-        @usableFromInline let cells: [String?]
+        /// libpq's `PGresult`; nil for no rows.
+        private let result: OpaquePointer?
         let count: Int
 
-        init(columns: [String], types: [UInt32], cells: [String?], count: Int) {
+        /// Takes over `result` (freed with the storage).
+        init(columns: [String], types: [UInt32], result: OpaquePointer?, count: Int) {
             self.columns = columns
             self.types = types
-            self.cells = cells
+            self.result = result
             self.count = count
             if columns.count > Self.scannedColumns {
                 var indexByName: [String: Int] = [:]
@@ -22,6 +31,16 @@ package struct PostgresRows: Sendable, RandomAccessCollection {
             } else {
                 indexByName = nil
             }
+        }
+
+        deinit { if let result { PQclear(result) } }
+
+        /// The bytes of the cell at `row`, `column` (in range), nil for SQL NULL, for as long as the storage lives.
+        @usableFromInline
+        func cell(_ row: Int, _ column: Int) -> UnsafeBufferPointer<UInt8>? {
+            guard let result, PQgetisnull(result, Int32(row), Int32(column)) == 0 else { return nil }
+            let bytes = PQgetvalue(result, Int32(row), Int32(column)).map { UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) }
+            return UnsafeBufferPointer(start: bytes, count: Int(PQgetlength(result, Int32(row), Int32(column))))
         }
 
         /// Up to this many columns a name is found by comparing it with each, not by hashing it. A page of 20 meals
@@ -48,7 +67,7 @@ package struct PostgresRows: Sendable, RandomAccessCollection {
         self.affectedRows = affectedRows
     }
 
-    static let empty = PostgresRows(storage: Storage(columns: [], types: [], cells: [], count: 0), affectedRows: 0)
+    static let empty = PostgresRows(storage: Storage(columns: [], types: [], result: nil, count: 0), affectedRows: 0)
 
     package var columns: [String] { storage.columns }
     package var startIndex: Int { 0 }
@@ -79,18 +98,26 @@ package struct PostgresRow: Sendable {
     @inlinable
     func value<T: PostgresDecodable>(_ column: String, as type: T.Type) throws(PostgresError) -> T {
         guard let index = storage.index(of: column) else { throw missingColumn(column) }
-        return try decode(index, as: type)
+        return try value(at: index, as: type)
     }
 
     /// Decodes the column at `index` (0-based).
     @inlinable
     package func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws(PostgresError) -> T {
+        try value(at: index, as: type)
+    }
+
+    /// `decode(_:as:)`'s body for a column's index, under a name the concrete overloads can call.
+    @inlinable
+    func value<T: PostgresDecodable>(at index: Int, as type: T.Type) throws(PostgresError) -> T {
         guard storage.columns.indices.contains(index) else { throw missingColumn(index) }
-        guard let text = storage.cells[row * storage.columns.count + index] else {
+        guard let bytes = storage.cell(row, index) else {
             guard let null = T.postgresNull else { throw unexpectedNull(index, T.self) }
             return null
         }
-        guard let value = T(postgresText: text, type: storage.types[index]) else { throw undecodable(index, text, T.self) }
+        guard let value = withExtendedLifetime(storage, { T(postgresBytes: bytes, type: storage.types[index]) }) else {
+            throw undecodable(index, String(decoding: bytes, as: UTF8.self), T.self)
+        }
         return value
     }
 
@@ -115,8 +142,11 @@ package struct PostgresRow: Sendable {
         return PostgresError(.decoding, "column '\(storage.columns[index])': cannot decode '\(shown)' as \(type)")
     }
 
+    /// The index of the first column named `name`.
+    package func index(of name: String) -> Int? { storage.index(of: name) }
+
     /// True when the column at `index` is SQL NULL.
     package func isNull(_ index: Int) -> Bool {
-        storage.columns.indices.contains(index) && storage.cells[row * storage.columns.count + index] == nil
+        storage.columns.indices.contains(index) && storage.cell(row, index) == nil
     }
 }

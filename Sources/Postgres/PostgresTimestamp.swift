@@ -24,17 +24,19 @@ enum PostgresTimestamp {
     /// Reads `YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH[:MM[:SS]]][ BC]` (`date`, `timestamp`, `timestamptz` in ISO style);
     /// no offset means UTC.
     static func parse(_ text: String) -> Date? {
-        switch text {
-        case "infinity": return .distantFuture
-        case "-infinity": return .distantPast
-        default: break
-        }
         // Read in place, without copying the bytes: a page of meals decodes two timestamps a row.
         var text = text
         return text.withUTF8 { parse(utf8: $0) }
     }
 
-    private static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
+    /// The same, from its UTF-8 (libpq's result, read in place).
+    static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
+        if utf8.elementsEqual("infinity".utf8) { return .distantFuture }
+        if utf8.elementsEqual("-infinity".utf8) { return .distantPast }
+        return parseFinite(utf8: utf8)
+    }
+
+    private static func parseFinite(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
         var scanner = Scanner(utf8)
         guard var year = scanner.number(), scanner.skip("-"), let month = scanner.number(digits: 2), scanner.skip("-"),
             let day = scanner.number(digits: 2), (1...12).contains(month), (1...31).contains(day)

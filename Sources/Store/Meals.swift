@@ -37,17 +37,29 @@ package struct Meal: Sendable, Equatable {
         "id, local_id, name, carb_estimate, confidence_low, confidence_high, confidence_level, analysis, photo_id, created_at, updated_at"
 
     init(row: PostgresRow) throws {
-        id = try row.decode("id")
-        localId = try row.decode("local_id")
-        name = try row.decode("name")
-        carbEstimate = try row.decode("carb_estimate")
-        confidenceLow = try row.decode("confidence_low")
-        confidenceHigh = try row.decode("confidence_high")
-        confidenceLevel = try row.decode("confidence_level")
-        analysis = try row.decode("analysis")
-        photoID = try row.decode("photo_id")
-        createdAt = try row.decode("created_at")
-        updatedAt = try row.decode("updated_at")
+        try self.init(row: row, at: Self.start(in: row))
+    }
+
+    /// Where ``columns`` begin in `row`'s result: found once for a page, whose rows all have them at the same place.
+    static func start(in row: PostgresRow) throws -> Int {
+        guard let start = row.index(of: "id") else { throw StoreError("no meal columns in the result") }
+        return start
+    }
+
+    /// The meal in ``columns``, in their order from `start`: by position, not by name (a page of 20 looked up 220
+    /// names, perf 2026-11-29).
+    init(row: PostgresRow, at start: Int) throws {
+        id = try row.decode(start)
+        localId = try row.decode(start + 1)
+        name = try row.decode(start + 2)
+        carbEstimate = try row.decode(start + 3)
+        confidenceLow = try row.decode(start + 4)
+        confidenceHigh = try row.decode(start + 5)
+        confidenceLevel = try row.decode(start + 6)
+        analysis = try row.decode(start + 7)
+        photoID = try row.decode(start + 8)
+        createdAt = try row.decode(start + 9)
+        updatedAt = try row.decode(start + 10)
     }
 }
 
@@ -90,8 +102,9 @@ package struct Meals: Sendable {
         let since: Date? = try first.decode("since")
         let total: Int = try first.decode("total")
         // A user without meals on this page comes back as one row of the user with no meal (the outer join).
-        let id: Int64? = try first.decode("id")
-        return (since, id == nil ? [] : try rows.map(Meal.init), total)
+        let start = try Meal.start(in: first)
+        guard !first.isNull(start) else { return (since, [], total) }
+        return (since, try rows.map { try Meal(row: $0, at: start) }, total)
     }
 
     /// The tiers' history windows, from `Tier.historyDays` (constants of the code, not user data). The total is

@@ -23,6 +23,29 @@ import Testing
         }
     }
 
+    /// Rows are read in place from libpq's result, which they own: they stay whole after their connection ran other
+    /// statements and after the client shut down, on whatever thread reads them.
+    @Test func rowsOutliveTheirConnectionAndItsClient() async throws {
+        let rows = try await TestDatabase.withSchema { db, _ in
+            let rows = try await db.query(
+                "SELECT g AS n, 'name ' || g AS name, NULL::text AS nothing, timestamptz '2026-11-29 00:00:01.5+00' + g * interval '1 day' AS at, 'infinity'::timestamptz AS never FROM generate_series(1, 50) g"
+            )
+            for _ in 0..<20 { _ = try await db.query("SELECT repeat('x', 4000) AS filler FROM generate_series(1, 20)") }
+            return rows
+        }
+        let read = try await Task.detached {
+            try rows.map { row in
+                (
+                    try row.decode("n", as: Int.self), try row.decode("name", as: String.self), try row.decode("nothing", as: String?.self),
+                    try row.decode("at", as: Date.self), try row.decode("never", as: Date.self)
+                )
+            }
+        }.value
+        #expect(read.count == 50 && read[49].0 == 50 && read[49].1 == "name 50" && read[49].2 == nil && read[0].4 == .distantFuture)
+        #expect(read[0].3 == Date(timeIntervalSince1970: 1_795_996_801.5))  // 2026-11-30 00:00:01.5 UTC
+        #expect(rows[0].isNull(2) && !rows[0].isNull(1) && rows[0].index(of: "at") == 3)
+    }
+
     @Test func executeScriptRunsSeveralStatements() async throws {
         try await TestDatabase.withSchema { db, _ in
             try await db.executeScript("CREATE TABLE a (x int); INSERT INTO a VALUES (1), (2); INSERT INTO a VALUES (3);")
