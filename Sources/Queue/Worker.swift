@@ -531,7 +531,7 @@ public final class Worker: Service {
         return TraceSwitch.decide(traceparent: carried?.traceparent, tracestate: carried?.tracestate)
     }
 
-    /// The job's task; `parent`, the context of the sampled trace its span starts in.
+    /// The job's task; `parent`, where the span of its sampled trace starts (nil: no span).
     private func spawn(
         _ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, parent: SampledParent? = nil
     ) -> Task<Void, Never> {
