@@ -24,13 +24,10 @@ public enum TraceCarrier {
     /// The context that `text` carries (a context with nothing in it for nil or text that holds no valid
     /// `traceparent`).
     public static func context(from text: String?) -> InstrumentationContext {
-        context(of: text.map(fields(of:)))
-    }
-
-    /// The context that `fields` (a carried text's, ``fields(of:)``) hold: their `traceparent` as a remote parent.
-    package static func context(of fields: [String: String]?) -> InstrumentationContext {
+        let fields = text.map { traceFields(of: $0[...]) }
         var context = InstrumentationContext.topLevel
-        context.spanIdentity = remoteParent(traceparent: fields?["traceparent"], tracestate: fields?["tracestate"])
+        context.spanIdentity = remoteParent(
+            traceparent: fields?.traceparent.map(String.init), tracestate: fields?.tracestate.map(String.init))
         return context
     }
 
@@ -43,14 +40,14 @@ public enum TraceCarrier {
 
     /// The trace id (32 hex digits) of a carried W3C `traceparent`, for operators (the dashboard's job page).
     public static func traceID(of text: String?) -> String? {
-        guard let traceparent = text.flatMap({ fields(of: $0)["traceparent"] }) else { return nil }
+        guard let traceparent = text.flatMap({ traceFields(of: $0[...]).traceparent }) else { return nil }
         let parts = traceparent.split(separator: "-")
         guard parts.count == 4, parts[1].count == 32, parts[1].allSatisfy(\.isHexDigit) else { return nil }
         return String(parts[1])
     }
 
-    /// A carried text's `traceparent` and `tracestate`, read in place: what a worker decides each job's trace on,
-    /// where a dictionary of new strings cost every job (`fields(of:)`).
+    /// A carried text's `traceparent` and `tracestate` (`name=value` lines; the last of a name counts), read in place:
+    /// a worker decides each job's trace on them, where a dictionary of new strings cost every job.
     public static func traceFields(of text: Substring) -> (traceparent: Substring?, tracestate: Substring?) {
         var fields: (traceparent: Substring?, tracestate: Substring?) = (nil, nil)
         for line in text.split(separator: "\n") {
@@ -65,12 +62,4 @@ public enum TraceCarrier {
         return fields
     }
 
-    package static func fields(of text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
-        }
-        return fields
-    }
 }

@@ -7,7 +7,7 @@ import Traces
         let carried =
             "traceparent=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ntracestate=congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
         #expect(TraceCarrier.traceID(of: carried) == "4bf92f3577b34da6a3ce929d0e0e4736")
-        #expect(TraceCarrier.fields(of: carried)["tracestate"] == "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
+        #expect(TraceCarrier.traceFields(of: carried[...]).tracestate == "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
     }
 
     /// What a worker decides a job's trace on, read in place from the job's record.
