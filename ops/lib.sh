@@ -105,3 +105,24 @@ python_tool() {
     echo "ops: installing $2 (PyPI) into $venv" >&2
     "$venv/bin/python3" -m pip install -q --disable-pip-version-check "$2"
 }
+
+# bench_meals_user BASE EMAIL: registers EMAIL through the API at BASE (…/api/mobile/v1) and syncs it 50 meals, made
+# an hour ago (the free tier shows 7 days, so the page holds 20); its access token in `token`. The user of the
+# benchmarks' `GET /meals`; `DATABASE_URL` is the API's database.
+bench_meals_user() {
+    local base=$1 email=$2 meals
+    token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
+        -d "{\"email\":\"$email\",\"password\":\"bench password\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
+    meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
+    curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
+    psql -q "$DATABASE_URL" -c "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+}
+
+# bench_logins_lua FILE: wrk's script for `POST /logins`, one sign-in webhook body, written to FILE.
+bench_logins_lua() {
+    cat >"$1" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+}

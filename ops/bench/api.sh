@@ -78,12 +78,7 @@ done
 
 base="http://127.0.0.1:$api_port/api/mobile/v1"
 email="bench-$(date +%s%N)@example.com"
-token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
-    -d "{\"email\":\"$email\",\"password\":\"bench password\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
-meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
-curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
-# Meals are shown for 7 days on the free tier: make them recent.
-psql "$DATABASE_URL" -qc "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+bench_meals_user "$base" "$email"
 if $replica; then
     # The replica replays the meals (CARBSCAN_REPLICA_DELAY behind); the user's marks from registering and syncing are
     # then replayed, so their reads go to the replica.
@@ -119,11 +114,7 @@ end
 LUA
 } >"$work/chat.lua"
 
-cat >"$work/logins.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+bench_logins_lua "$work/logins.lua"
 
 # measure NAME URL [wrk args...]: one wrk run; appends "NAME requests_per_s p99_ms non2xx" to results.
 measure() {

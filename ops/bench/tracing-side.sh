@@ -22,6 +22,8 @@ source ops/prelude.sh
 pids=()
 cleanup() {
     ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
+    wait 2>/dev/null || true
+    ((${#started[@]} == 0)) || ops/services.sh stop "${started[@]}"
     rm -rf "${work:-/nonexistent}"
 }
 trap cleanup EXIT
@@ -49,21 +51,13 @@ serve() {
     until curl -sf -o /dev/null "http://127.0.0.1:$port/api/mobile/v1/health"; do sleep 0.1; done
 }
 
-# A user with 50 meals in the last hour, as api.sh seeds them.
+# The user of GET /meals (ops/lib.sh).
 serve "$port_a" "${off[@]}"
 base=http://127.0.0.1:$port_a/api/mobile/v1
 email="bench-side-$$-$(date +%s)@example.com"
-token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' -d "{\"email\":\"$email\",\"password\":\"bench password\"}" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
-meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
-curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
-psql "$DATABASE_URL" -qc "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+bench_meals_user "$base" "$email"
 kill "$serve_pid"
-cat >"$work/logins.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+bench_logins_lua "$work/logins.lua"
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
 results=()

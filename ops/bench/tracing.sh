@@ -118,11 +118,7 @@ profile_stop() {
 # cpu_ticks PID: the process's user + system CPU so far, in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-cat >"$work/logins.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"provider":"apple","provider_uid":"001.bench","email":null,"display_name":null,"client_timestamp":"2026-11-22T12:00:00Z"}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+bench_logins_lua "$work/logins.lua"
 
 # A user with 50 recent meals, for GET /meals.
 export CARBSCAN_PREFIX=bench-tracing-$$
@@ -131,13 +127,7 @@ serve=$!
 base=http://127.0.0.1:$api_port/api/mobile/v1
 wait_for_serve
 email="bench-tracing-$(date +%s%N)@example.com"
-token=$(curl -sf "$base/auth/register" -H 'Content-Type: application/json' \
-    -d "{\"email\":\"$email\",\"password\":\"bench password\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
-meals=$(python3 -c 'import json; print(json.dumps({"localMeals": [{"localId": f"m{i}", "name": f"Meal {i}", "carbEstimate": 10 + i, "createdAt": "2026-11-20T12:00:00Z"} for i in range(50)]}))')
-curl -sf -o /dev/null "$base/meals/sync" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "$meals"
-# Meals are shown for 7 days on the free tier: make them recent, so the page holds 20 (from 2026-11-28 on, the dates
-# above left it empty).
-psql -q "$DATABASE_URL" -c "UPDATE meals SET created_at = now() - interval '1 hour' WHERE user_id = (SELECT id FROM users WHERE email = '$email')"
+bench_meals_user "$base" "$email"
 kill "$serve" && wait "$serve" 2>/dev/null || true
 
 for run in $(seq "$runs"); do
