@@ -131,6 +131,7 @@ for run in $(seq "$runs"); do
     measure hello "http://127.0.0.1:$hello_port/"
     measure hello_redis "http://127.0.0.1:$hello_port/redis"
     measure hello_enqueue "http://127.0.0.1:$hello_port/enqueue" -s "$work/logins.lua"
+    bench_clear_jobs carbscan-bench
     measure hello_post "http://127.0.0.1:$hello_port/body" -s "$work/logins.lua"
     measure hello_page "http://127.0.0.1:$hello_port/page?user=$user_id&family=$family"
     measure meals "$base/meals" -H "Authorization: Bearer $token"
@@ -138,7 +139,9 @@ for run in $(seq "$runs"); do
         measure meals_replica "http://127.0.0.1:$replica_api_port/api/mobile/v1/meals" -H "Authorization: Bearer $token"
     fi
     measure logins "$base/logins" -H "Authorization: Bearer $token" -s "$work/logins.lua"
+    bench_clear_jobs carbscan-bench
     measure chat "$base/chat" -s "$work/chat.lua"
+    bench_clear_jobs carbscan-bench
 done
 
 # The ceiling Postgres alone sets: the one statement an authenticated GET /meals runs (Store's

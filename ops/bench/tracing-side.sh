@@ -89,6 +89,7 @@ a, b = (ta1 - ta0) * 1e4 / requests[0], (tb1 - tb0) * 1e4 / requests[1]
 print(f"{b / a:.3f} ({a:.0f} and {b:.0f} µs)")
 PY
 )")
+            bench_clear_jobs "$CARBSCAN_PREFIX"
         done
         results+=("$name|$endpoint|${ratios[*]}")
         echo "tracing-side: $name $endpoint: ${ratios[*]}" >&2

@@ -151,6 +151,7 @@ for run in $(seq "$runs"); do
         ticks2=$(cpu_ticks "$serve")
         profile_stop logins "$mode"
         python3 ops/bench/wrk_result.py "$mode" "$work/wrk.txt" >>"$work/logins"
+        bench_clear_jobs "$CARBSCAN_PREFIX"
         echo "$mode $((ticks2 - ticks1))" >>"$work/logins_ticks"
         kill "$serve" && wait "$serve" 2>/dev/null || true
         if ((chats > 0)); then
