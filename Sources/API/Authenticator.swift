@@ -26,7 +26,7 @@ struct Authenticator: Sendable {
     /// byte by byte in the header's contiguous UTF-8: it runs on every authenticated request, and through
     /// `String.UTF8View`'s slices the same steps cost a microsecond per request (perf, 2026-11-28).
     static func bearer(_ request: Request) -> String? {
-        request.headers[.authorization].flatMap(bearer(in:))
+        request.headers.value(.authorization).flatMap(bearer(in:))
     }
 
     /// `bearer`'s reading of an `Authorization` header's value.

@@ -10,7 +10,7 @@ enum JSONBody {
     /// the bytes read pass the limit.
     /// - Parameter tooLarge: the refusal, when the route states its limit otherwise (an image's decoded size).
     static func collect(_ request: Request, limit: Int, tooLarge oversize: APIError? = nil) async throws -> ByteBuffer {
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+        if let length = request.headers.value(.contentLength).flatMap(Int.init), length > limit {
             throw oversize ?? tooLarge(limit)
         }
         do {

@@ -22,8 +22,8 @@ struct ServerSpanMiddleware: RouterMiddleware {
         // A trace the sampler drops gets no span: only its context, for the job and the calls the request makes.
         let parent: SampledParent
         switch TraceSwitch.decide(
-            traceparent: request.headers[TraceHeaders.traceparent].map { $0[...] },
-            tracestate: request.headers[TraceHeaders.tracestate].map { $0[...] })
+            traceparent: request.headers.value(TraceHeaders.traceparent).map { $0[...] },
+            tracestate: request.headers.value(TraceHeaders.tracestate).map { $0[...] })
         {
         case .dropped(let dropped):
             return try await DroppedTrace.$current.withValue(dropped) { try await next(request, context) }
@@ -84,9 +84,10 @@ struct ServerSpanMiddleware: RouterMiddleware {
                         .map { redactedQueryParameters.contains($0.key) ? "\($0.key)=REDACTED" : "\($0.key)=\($0.value)" }
                         .joined(separator: "&")))
         }
-        if let agent = request.headers[.userAgent] { fields.append("user_agent.original", .string(agent)) }
-        if let length = request.headers[.contentLength].flatMap({ Int64($0) }) { fields.append("http.request.body.size", .int(length)) }
-        if let type = request.headers[.contentType] { fields.append("http.request.header.content_type", .other(.stringArray([type]))) }
+        let headers = request.headers
+        if let agent = headers.value(.userAgent) { fields.append("user_agent.original", .string(agent)) }
+        if let length = headers.value(.contentLength).flatMap({ Int64($0) }) { fields.append("http.request.body.size", .int(length)) }
+        if let type = headers.value(.contentType) { fields.append("http.request.header.content_type", .other(.stringArray([type]))) }
         if let peer = context.peerIP { fields.append("network.peer.address", .string(peer)) }
         if let client = context.remoteIP { fields.append("client.address", .string(client)) }
         return fields

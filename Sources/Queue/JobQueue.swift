@@ -166,8 +166,13 @@ public final class JobQueue: Sendable {
     /// straight to its path, without the batch's grouping (the one-by-one producer's figure is one round trip plus this).
     public func enqueue(_ kind: String, payload: JSONValue, options: EnqueueOptions = .init()) async throws -> EnqueueResult {
         if TraceSwitch.isOn {
-            let inTrace = TraceCarrier.inTrace
-            // Inside a trace the sampler dropped, the job only carries its context (its run is dropped too).
+            // Inside a trace the sampler dropped (where no span is current), the job only carries its context (its run
+            // is dropped too): the first question, one task-local read, asked of 9 requests in 10 at 10% sampling.
+            if let dropped = DroppedTrace.current {
+                return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.carried)
+            }
+            let inTrace = InstrumentationContext.current != nil
+            // In a context whose span is not sampled, the same.
             if inTrace, !TraceSwitch.inSampledTrace {
                 return try await enqueueOne(
                     kind, payload: payload, options: options, id: options.id ?? .random(), trace: TraceCarrier.current())

@@ -22,13 +22,18 @@ public struct Traceparent: Sendable, Equatable {
             buffer[0] = UInt8(ascii: "0")
             buffer[1] = UInt8(ascii: "0")
             buffer[2] = .dash
-            HexText.write(traceIDHigh, into: buffer, at: 3)
-            HexText.write(traceIDLow, into: buffer, at: 19)
-            buffer[35] = .dash
-            HexText.write(parentID, into: buffer, at: 36)
-            buffer[52] = .dash
-            HexText.write(flags, into: buffer, at: 53)
+            write(into: buffer, at: 3)
         }
+    }
+
+    /// What follows the version: `traceid-parentid-flags`, 52 bytes from `offset`.
+    private func write(into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        HexText.write(traceIDHigh, into: buffer, at: offset)
+        HexText.write(traceIDLow, into: buffer, at: offset + 16)
+        buffer[offset + 32] = .dash
+        HexText.write(parentID, into: buffer, at: offset + 33)
+        buffer[offset + 49] = .dash
+        HexText.write(flags, into: buffer, at: offset + 50)
     }
 
     /// The 32 hex digits of the trace id.
@@ -74,7 +79,12 @@ public struct Traceparent: Sendable, Equatable {
 
     /// The same as a job's record carries them (`TraceCarrier`): `name=value` lines, sorted by name.
     public func carried(tracestate: String?) -> String {
-        tracestate.map { "traceparent=\(text)\ntracestate=\($0)" } ?? "traceparent=\(text)"
+        if let tracestate { return "traceparent=\(text)\ntracestate=\(tracestate)" }
+        // Written in one string: every job of a dropped trace carries it.
+        return HexText.string(length: 67) { buffer in
+            for (index, byte) in "traceparent=00-".utf8.enumerated() { buffer[index] = byte }
+            write(into: buffer, at: 15)
+        }
     }
 
     /// The value of 1 to 16 lowercase hex digits; nil for anything else.

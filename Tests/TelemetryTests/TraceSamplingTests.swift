@@ -38,6 +38,10 @@ import Traces
         #expect(dropped.fields == ["traceparent": Self.sampled.dropLast(2) + "02", "tracestate": "congo=t61"])
         #expect(dropped.carried == "traceparent=\(Self.sampled.dropLast(2) + "02")\ntracestate=congo=t61")
         #expect(TraceCarrier.traceID(of: dropped.carried) == "4bf92f3577b34da6a3ce929d0e0e4736")
+        // Without a tracestate, the one line.
+        let alone = try #require(TraceSampling(followsParent: false, ratio: 0).dropped(parent: parent))
+        #expect(alone.carried == "traceparent=\(Self.sampled.dropLast(2) + "02")")
+        #expect(TraceCarrier.traceFields(of: alone.carried[...]).traceparent.map(String.init) == alone.traceparent.text)
     }
 
     @Test func parentBasedSamplingFollowsTheParentsFlag() throws {
