@@ -1,6 +1,7 @@
 import Foundation
 import Queue
 import Redis
+import Synchronization
 import TestSupport
 import Testing
 
@@ -72,6 +73,21 @@ import Testing
         try await second.1.value
     }
 
+    /// A stopping worker lets a leader task's round in progress end before it returns: the process closes its clients
+    /// once `run` returns, and a round left running failed against them and logged an error at every stop ("releasing
+    /// the reservations of lost jobs failed: the Postgres client was shut down").
+    @Test func aStoppingWorkerLetsTheLeaderTasksRoundEnd() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let round = SlowRound()
+        let (worker, task) = env.startWorker(
+            blockTimeout: .milliseconds(100), leaderTasks: [LeaderTask("a slow round", every: .seconds(60)) { await round.run() }])
+        #expect(try await eventually { round.state.withLock { $0.started } })
+        worker.stop()
+        try await task.value
+        #expect(round.state.withLock { $0.ended }, "the worker returned while the leader task's round still ran")
+    }
+
     func holder(_ env: TestEnvironment) async throws -> String? {
         try await env.redis.send(["GET", env.queue.upkeepLeaseKey]).string
     }
@@ -82,5 +98,19 @@ import Testing
             let calls = line.split(separator: ",").first?.split(separator: "=").last
         else { return 0 }
         return Int(calls) ?? 0
+    }
+}
+
+/// A leader task's round that takes 1.5 s whether cancelled or not, as a statement in flight does: longer than a worker
+/// takes to stop.
+private final class SlowRound: Sendable {
+    let state = Mutex((started: false, ended: false))
+
+    func run() async {
+        state.withLock { $0.started = true }
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { continuation.resume() }
+        }
+        state.withLock { $0.ended = true }
     }
 }

@@ -45,7 +45,6 @@ final class Upkeep: Sendable {
         var promoteStreak = FailureStreak("promoting due jobs")
         var reclaimStreak = FailureStreak("reclaiming expired leases")
         let leaderWork = Task { await self.runLeaderWork() }
-        defer { leaderWork.cancel() }
         var leading = false
         var leadUntil = ContinuousClock.now
         var nextRenewal = ContinuousClock.now
@@ -78,6 +77,10 @@ final class Upkeep: Sendable {
             let wake = leading ? min(nextRenewal, nextPromotion, nextReclaim) : nextRenewal
             try? await Task.sleep(until: wake)
         }
+        // Its rounds use the clients the process closes once this returns: the round in progress ends first. Cancelled
+        // and left running, it failed against closed clients and logged an error at every stop.
+        leaderWork.cancel()
+        await leaderWork.value
         if leading { try? await lease.release() }
     }
 

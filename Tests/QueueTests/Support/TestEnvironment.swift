@@ -43,7 +43,7 @@ struct TestEnvironment {
     func startWorker(
         concurrency: Int = 10, grace: Duration = .seconds(5), blockTimeout: Duration = .seconds(2),
         queues: [(name: String, weight: Int)]? = nil, upkeepLease: Duration = .seconds(10), logger: Logger? = nil,
-        ledger: (any ReservationLedger)? = nil, observers: [any WorkerObserver] = []
+        ledger: (any ReservationLedger)? = nil, observers: [any WorkerObserver] = [], leaderTasks: [LeaderTask] = []
     ) -> (Worker, Task<Void, any Error>) {
         var options = WorkerOptions(
             queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
@@ -51,6 +51,7 @@ struct TestEnvironment {
             upkeepLease: upkeepLease)
         options.ledger = ledger
         options.observers = observers
+        options.leaderTasks = leaderTasks
         let worker = Worker(queue: queue, registry: Handlers.registry(redis: redis), options: options, logger: logger ?? self.logger)
         return (worker, Task { try await worker.run() })
     }
