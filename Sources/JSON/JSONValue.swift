@@ -84,11 +84,13 @@ public enum JSONValue: Sendable, Hashable, Codable {
             out += "]"
         case .object(let members):
             out += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
+            // Sorted as pairs: sorting the keys and looking each up again hashed every key once more (every job's
+            // payload is written here).
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { out += "," }
-                JSONValue.writeString(key, to: &out)
+                JSONValue.writeString(member.key, to: &out)
                 out += ":"
-                members[key]?.write(to: &out)
+                member.value.write(to: &out)
             }
             out += "}"
         }
