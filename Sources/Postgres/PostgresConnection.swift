@@ -209,12 +209,10 @@ final class PostgresConnection {
     /// drop it, so the next use reconnects.
     private func consume(_ result: OpaquePointer?) throws(PostgresError) -> PostgresRows {
         guard let result else { throw lost() }
-        switch PQresultStatus(result) {
-        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE: return Self.rows(of: result)
-        default: break
-        }
+        let status = PQresultStatus(result)
+        if status == PGRES_TUPLES_OK || status == PGRES_SINGLE_TUPLE { return Self.rows(of: result) }
         defer { PQclear(result) }
-        switch PQresultStatus(result) {
+        switch status {
         case PGRES_COMMAND_OK:
             return PostgresRows(storage: PostgresRows.empty.storage, affectedRows: Self.affectedRows(of: result))
         case PGRES_EMPTY_QUERY:
@@ -226,7 +224,7 @@ final class PostgresConnection {
             close()
             throw PostgresError(.protocolError, "COPY is not supported; the connection was reset")
         default:
-            throw PostgresError(.protocolError, "unexpected result status \(String(cString: PQresStatus(PQresultStatus(result))))")
+            throw PostgresError(.protocolError, "unexpected result status \(String(cString: PQresStatus(status)))")
         }
     }
 
