@@ -453,11 +453,19 @@ public final class Worker: Service {
         return room
     }
 
-    /// Sleeps, but wakes within 50 ms of a stop: a SIGTERM is never kept waiting behind a retry's backoff.
+    /// Sleeps, but wakes within 50 ms of a stop (a SIGTERM is never kept waiting behind a retry's backoff) or of
+    /// any of the process's Redis connections getting through again (Redis is back: no loop idles out its backoff).
     private func sleepUnlessStopping(_ delay: Duration) async {
+        await Self.backOff(delay) { self.isStopping }
+    }
+
+    /// Waits out a Redis failure's backoff in 50 ms steps, ending early when `interrupted` or when another of the
+    /// process's connections has reconnected since.
+    private static func backOff(_ delay: Duration, interrupted: () -> Bool = { false }) async {
         let end = ContinuousClock.now + delay
-        while !isStopping, case let left = end - .now, left > .zero {
-            await Self.pause(min(left, .milliseconds(50)))
+        let reconnects = RedisConnectionStats.reconnects
+        while !interrupted(), RedisConnectionStats.reconnects == reconnects, case let left = end - .now, left > .zero {
+            await pause(min(left, .milliseconds(50)))
         }
     }
 
@@ -735,7 +743,7 @@ public final class Worker: Service {
                             metadata: ["jobs": "\(batch.count)"])
                         break
                     }
-                    try? await Task.sleep(for: delay)
+                    await Self.backOff(delay)
                 }
             }
         }

@@ -136,6 +136,10 @@ final class ConnectionThread: TaskExecutor, Sendable {
         var failures = 0
         var nextAttempt = ContinuousClock.now
         var lastError: RedisError?
+        // The process's reconnect count at the last failure: once another connection got through, Redis is probably
+        // back and this one tries at once rather than failing fast until its own window ends (recovery took up to
+        // the window plus the caller's own backoff, 2 s, where it is now about one).
+        var reconnectsAtFailure = 0
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         while true {
             wakeup.wait()
@@ -155,7 +159,7 @@ final class ConnectionThread: TaskExecutor, Sendable {
             }
             if !connection.isConnected {
                 // Reconnect with capped exponential backoff; within the backoff window, fail fast with the last error.
-                if ContinuousClock.now < nextAttempt, let lastError {
+                if ContinuousClock.now < nextAttempt, RedisConnectionStats.reconnects == reconnectsAtFailure, let lastError {
                     for request in batch { request.continuation.resume(throwing: lastError) }
                     continue
                 }
@@ -176,6 +180,7 @@ final class ConnectionThread: TaskExecutor, Sendable {
                     failures += 1
                     let delay = min(configuration.reconnectBase * (1 << min(failures - 1, 16)), configuration.reconnectMax)
                     nextAttempt = ContinuousClock.now + delay
+                    reconnectsAtFailure = RedisConnectionStats.reconnects
                     lastError = error
                     // Once per outage, not per try: the reconnects go on quietly until one succeeds.
                     if failures == 1 {

@@ -1,5 +1,6 @@
 import Foundation
 import Redis
+import TestSupport
 import Testing
 
 @Suite struct RedisClientTests {
@@ -98,6 +99,34 @@ import Testing
         }
         #expect(answered)
         #expect(try await redis.send("CLIENT", "ID").int != id)
+    }
+
+    /// A connection backing off after a failure fails fast until its window ends, unless another connection of the
+    /// process has got through since: then Redis is back and it tries at once (after an outage, recovery took a
+    /// connection's window on top of its caller's own backoff).
+    @Test func aBackingOffConnectionTriesAtOnceWhenAnotherHasReconnected() async throws {
+        let server = try RedisConfiguration(url: TestServices.redisURL)
+        let proxy = try await FaultProxy.start(to: server.host, port: server.port)
+        defer { proxy.stop() }
+        func client(backoff: Duration) -> RedisClient {
+            RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: proxy.port, poolSize: 1, reconnectBase: backoff))
+        }
+        let quick = client(backoff: .milliseconds(50))
+        defer { quick.close() }
+        let slow = client(backoff: .seconds(30))
+        defer { slow.close() }
+        #expect(try await quick.send("PING") == .status("PONG"))
+        #expect(try await slow.send("PING") == .status("PONG"))
+        proxy.cut()
+        // Each notices the dropped socket, then fails to connect: `slow` now waits 30 s before its next try.
+        for redis in [quick, slow] {
+            for _ in 0..<2 { _ = try? await redis.send("PING") }
+        }
+        await #expect(throws: RedisError.self) { try await slow.send("PING") }
+        proxy.restore()
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await quick.send("PING") == .status("PONG"))
+        #expect(try await slow.send("PING") == .status("PONG"))
     }
 
     @Test func blockingCommandsDoNotHoldUpThePool() async throws {
