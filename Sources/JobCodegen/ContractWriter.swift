@@ -57,15 +57,17 @@ struct ContractWriter {
             line("package typealias \(name) = \(type)")
         case .enumeration(let name, let doc, let values):
             self.doc(doc)
-            block("package enum \(name): String, Codable, Sendable, CaseIterable") { writer in
+            block("package enum \(name): String, Codable, Sendable, CaseIterable, JSONValueConvertible") { writer in
                 for value in values {
                     let caseName = Self.caseName(value)
                     writer.line(caseName == value ? "case \(caseName)" : "case \(caseName) = \"\(value)\"")
                 }
+                writer.line()
+                writer.line("package func jsonValue() -> JSONValue { .string(rawValue) }")
             }
         case .choice(let name, let doc, let branches):
             self.doc(doc)
-            block("package enum \(name): Codable, Sendable, Equatable") { writer in
+            block("package enum \(name): Codable, Sendable, Equatable, JSONValueConvertible") { writer in
                 for branch in branches { writer.line("case \(Self.caseName(branch))(\(branch))") }
                 writer.line()
                 writer.line("/// The first case, in the schema's order, whose type decodes.")
@@ -88,6 +90,14 @@ struct ContractWriter {
                     }
                     writer.line("}")
                 }
+                writer.line()
+                writer.block("package func jsonValue() throws -> JSONValue") { writer in
+                    writer.line("switch self {")
+                    for branch in branches {
+                        writer.line("case .\(Self.caseName(branch))(let value): try value.jsonValue()")
+                    }
+                    writer.line("}")
+                }
             }
         case .structure(let name, let doc, let properties):
             self.doc(doc)
@@ -96,9 +106,11 @@ struct ContractWriter {
     }
 
     private mutating func structure(_ name: String, _ properties: [Property]) {
-        block("package struct \(name): Codable, Sendable, Equatable") { writer in
+        block("package struct \(name): Codable, Sendable, Equatable, JSONValueConvertible") { writer in
             guard !properties.isEmpty else {
                 writer.line("package init() {}")
+                writer.line()
+                writer.line("package func jsonValue() -> JSONValue { .object([:]) }")
                 return
             }
             for property in properties {
@@ -128,6 +140,31 @@ struct ContractWriter {
                 writer.line("var container = encoder.container(keyedBy: CodingKeys.self)")
                 for property in properties { writer.encode(property) }
             }
+            writer.line()
+            writer.doc("The tree `encode(to:)` gives ``JSONValueEncoder``, built without Codable (see ``JSONValueConvertible``).")
+            writer.block("package func jsonValue() throws -> JSONValue") { writer in
+                writer.line("var members: [String: JSONValue] = [:]")
+                writer.line("members.reserveCapacity(\(properties.count))")
+                for property in properties { writer.member(property) }
+                writer.line("return .object(members)")
+            }
+        }
+    }
+
+    /// One member into `jsonValue()`'s object, as `encode(_:)` writes it: a nil optional left out, a nil nullable `null`.
+    private mutating func member(_ property: Property) {
+        let value = "self.\(Self.label(property.name))"
+        let target = "members[\"\(property.key)\"]"
+        let convert = { (value: String) in
+            if case .carried = property.shape { return ".string(\(value).description)" }
+            return "try \(value).jsonValue()"
+        }
+        if !property.isOptional {
+            line("\(target) = \(convert(value))")
+        } else if property.isNullable {
+            line("if let value = \(value) { \(target) = \(convert("value")) } else { \(target) = .null }")
+        } else {
+            line("if let value = \(value) { \(target) = \(convert("value")) }")
         }
     }
 

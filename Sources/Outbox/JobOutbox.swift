@@ -40,7 +40,7 @@ package struct JobOutbox: Sendable {
         package init<C: JobContract>(
             id: JobID = .random(), _ contract: C.Type, _ parameters: C.Parameters, owner: String? = nil, reservation: String? = nil
         ) throws {
-            self.init(id: id, kind: C.name, payload: try JSONValueEncoder().encode(parameters), owner: owner, reservation: reservation)
+            self.init(id: id, kind: C.name, payload: try C.payload(parameters), owner: owner, reservation: reservation)
         }
 
         var options: EnqueueOptions { EnqueueOptions(owner: owner, id: id, reservation: reservation) }

@@ -5,7 +5,7 @@ import JSON
 /// the producers enqueue and the handler decodes, and the result the handler returns and readers decode. Declared
 /// once: the application's contracts are generated from the kinds' files (`payload:` and `result:` of
 /// `jobs/<name>.yml`, by the `JobContracts` target's build plugin), so no side can drift from the others, and the
-/// same schema checks `Parameters` as encoded by ``JSONValueEncoder`` at every enqueue. Written by hand it reads:
+/// same schema checks `Parameters` as ``payload(_:)`` writes them at every enqueue. Written by hand it reads:
 ///
 /// ```swift
 /// enum EmailContract: JobContract {
@@ -18,6 +18,17 @@ public protocol JobContract {
     associatedtype Parameters: Codable & Sendable
     associatedtype Result: Codable & Sendable
     static var name: String { get }
+    /// The payload of a job with these parameters: built by the parameters themselves when they can
+    /// (``JSONValueConvertible``, as every generated contract's are), else through ``JSONValueEncoder``.
+    static func payload(_ parameters: Parameters) throws -> JSONValue
+}
+
+extension JobContract {
+    public static func payload(_ parameters: Parameters) throws -> JSONValue { try JSONValueEncoder().encode(parameters) }
+}
+
+extension JobContract where Parameters: JSONValueConvertible {
+    public static func payload(_ parameters: Parameters) throws -> JSONValue { try parameters.jsonValue() }
 }
 
 extension JobRecord {

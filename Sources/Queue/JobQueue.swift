@@ -204,20 +204,19 @@ public final class JobQueue: Sendable {
         return results[0]
     }
 
-    /// Enqueues one job of `contract`'s kind: its parameters, encoded by ``JSONValueEncoder``, are the payload, checked
-    /// against the kind's schema like any other.
+    /// Enqueues one job of `contract`'s kind: its parameters, as ``JobContract/payload(_:)`` writes them, are the
+    /// payload, checked against the kind's schema like any other.
     public func enqueue<C: JobContract>(
         _ contract: C.Type, _ parameters: C.Parameters, options: EnqueueOptions = .init()
     ) async throws -> EnqueueResult {
-        try await enqueue(C.name, payload: JSONValueEncoder().encode(parameters), options: options)
+        try await enqueue(C.name, payload: C.payload(parameters), options: options)
     }
 
     /// Enqueues many jobs of `contract`'s kind in one batch: as with the untyped batch, one bad payload refuses them all.
     public func enqueue<C: JobContract>(
         _ contract: C.Type, _ jobs: [(parameters: C.Parameters, options: EnqueueOptions)]
     ) async throws -> [EnqueueResult] {
-        let encoder = JSONValueEncoder()
-        return try await enqueue(jobs.map { (C.name, try encoder.encode($0.parameters), $0.options) })
+        try await enqueue(jobs.map { (C.name, try C.payload($0.parameters), $0.options) })
     }
 
     /// Enqueues many jobs, per queue: plain ones as one `XADD` each (one pipeline per 10,000), indexed ones in

@@ -148,3 +148,59 @@ import Testing
         }
     }
 }
+
+/// A page of meals is written straight into the API's encoder, frame and elements, with the members and order the
+/// keyed containers give: `historyStart` left out when the tier's history is unlimited.
+@Suite struct MealsPageEncodingTests {
+    static func page(historyStart: Date?) -> MealsRoutes.Page {
+        MealsRoutes.Page(
+            meals: [MealDTOEncodingTests.full, MealDTOEncodingTests.bare],
+            pagination: .init(limit: 20, offset: 40, total: 42, hasMore: false), historyStart: historyStart)
+    }
+
+    @Test(arguments: [nil, MealDTOEncodingTests.created])
+    func writesWhatTheKeyedContainersWrite(historyStart: Date?) throws {
+        let page = Self.page(historyStart: historyStart)
+        let ours = try StreamingJSONEncoder.api.encode(page)
+        let foundation = try StreamingJSONEncoderTests.foundation(page)
+        #expect(try StreamingJSONEncoderTests.parsed(ours) == StreamingJSONEncoderTests.parsed(foundation))
+        let text = String(decoding: ours, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"meals":[{"id":7,"#))
+        let tail = #"],"pagination":{"limit":20,"offset":40,"total":42,"hasMore":false}"#
+        #expect(text.hasSuffix(historyStart == nil ? tail + "}" : tail + #","historyStart":"2024-11-22T00:00:00.250Z"}"#), "\(text)")
+    }
+
+    @Test func anEmptyPageHasAnEmptyList() throws {
+        let page = MealsRoutes.Page(meals: [], pagination: .init(limit: 20, offset: 0, total: 0, hasMore: false), historyStart: nil)
+        #expect(
+            String(decoding: try StreamingJSONEncoder.api.encode(page), as: UTF8.self)
+                == #"{"meals":[],"pagination":{"limit":20,"offset":0,"total":0,"hasMore":false}}"#)
+    }
+
+    /// A bad element inside the page is named by its path, as through `Array`'s own container.
+    @Test func refusesANonFiniteEstimateNamingIt() throws {
+        var meal = MealDTOEncodingTests.bare
+        meal.carbEstimate = .nan
+        let page = MealsRoutes.Page(meals: [meal], pagination: .init(limit: 20, offset: 0, total: 1, hasMore: false), historyStart: nil)
+        #expect {
+            try StreamingJSONEncoder.api.encode(page)
+        } throws: { error in
+            guard case EncodingError.invalidValue(_, let context) = error else { return false }
+            return context.codingPath.map(\.stringValue) == ["meals", "Index 0", "carbEstimate"]
+        }
+    }
+}
+
+/// `POST /logins`'s answer, written straight and through the keyed container: the same members, `jobId` `null` when
+/// nothing was enqueued.
+@Suite struct LoginAcceptedEncodingTests {
+    @Test(arguments: [nil, "01J9Z3"] as [String?])
+    func writesWhatTheKeyedContainerWrites(jobId: String?) throws {
+        let accepted = LoginRoutes.Accepted(enqueued: jobId != nil, eventId: "e-1", jobId: jobId)
+        let ours = String(decoding: try StreamingJSONEncoder.api.encode(accepted), as: UTF8.self)
+        let jobText = jobId.map { "\"\($0)\"" } ?? "null"
+        #expect(ours == #"{"enqueued":\#(jobId != nil),"eventId":"e-1","jobId":\#(jobText)}"#)
+        let foundation = try StreamingJSONEncoderTests.foundation(accepted)
+        #expect(try StreamingJSONEncoderTests.parsed(Array(ours.utf8)) == StreamingJSONEncoderTests.parsed(foundation))
+    }
+}

@@ -29,11 +29,28 @@ struct LoginRoutes {
         var client_timestamp: Date
     }
 
+    /// Written straight into the API's encoder (`streamingObject`), else by the keyed container (`LoginAcceptedEncodingTests`
+    /// holds the two to one output): through the keyed container it was 1.6% of `POST /logins`'s CPU (perf, 2026-11-29).
     struct Accepted: Encodable {
         var enqueued: Bool
         var eventId: String
-        @Nullable var jobId: String?
+        var jobId: String?
 
+        enum CodingKeys: String, CodingKey { case enqueued, eventId, jobId }
+
+        /// `jobId` is `null` when nothing was enqueued.
+        func encode(to encoder: any Encoder) throws {
+            if let object = encoder.streamingObject() {
+                object.write(CodingKeys.enqueued.rawValue, enqueued)
+                object.write(CodingKeys.eventId.rawValue, eventId)
+                object.write(CodingKeys.jobId.rawValue, jobId)
+                return
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(enqueued, forKey: .enqueued)
+            try container.encode(eventId, forKey: .eventId)
+            try container.encode(jobId, forKey: .jobId)
+        }
     }
 
     func report(_ request: Request, _ context: APIContext, event: LoginWebhookContract.Event) async throws -> Response {

@@ -22,17 +22,52 @@ struct MealsRoutes {
         api.get("meals/:id/image", image)
     }
 
+    /// Written straight into the API's encoder as `MealDTO` is (`streamingObject`), else by the keyed containers
+    /// (`MealsPageEncodingTests` holds the two to one output): through `Array`'s and the keyed containers, the frame
+    /// around a page's 20 meals cost 3.3% of `GET /meals`'s CPU (perf, 2026-11-29).
     struct Page: Encodable {
         struct Pagination: Encodable {
             var limit: Int
             var offset: Int
             var total: Int
             var hasMore: Bool
+
+            enum CodingKeys: String, CodingKey { case limit, offset, total, hasMore }
+
+            func encode(to encoder: any Encoder) throws {
+                if let object = encoder.streamingObject() {
+                    object.write(CodingKeys.limit.rawValue, limit)
+                    object.write(CodingKeys.offset.rawValue, offset)
+                    object.write(CodingKeys.total.rawValue, total)
+                    object.write(CodingKeys.hasMore.rawValue, hasMore)
+                    return
+                }
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(limit, forKey: .limit)
+                try container.encode(offset, forKey: .offset)
+                try container.encode(total, forKey: .total)
+                try container.encode(hasMore, forKey: .hasMore)
+            }
         }
         var meals: [MealDTO]
         var pagination: Pagination
-        /// Meals older than this are outside the tier's history window (null: unlimited).
+        /// Meals older than this are outside the tier's history window (absent: unlimited).
         var historyStart: Date?
+
+        enum CodingKeys: String, CodingKey { case meals, pagination, historyStart }
+
+        func encode(to encoder: any Encoder) throws {
+            if let object = encoder.streamingObject() {
+                try object.write(CodingKeys.meals.rawValue, elements: meals)
+                try object.write(CodingKeys.pagination.rawValue, pagination)
+                if let historyStart { object.write(CodingKeys.historyStart.rawValue, historyStart) }
+                return
+            }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(meals, forKey: .meals)
+            try container.encode(pagination, forKey: .pagination)
+            try container.encodeIfPresent(historyStart, forKey: .historyStart)
+        }
     }
 
     func list(_ request: Request, _ context: APIContext) async throws -> Response {

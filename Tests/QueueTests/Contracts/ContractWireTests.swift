@@ -210,10 +210,12 @@ private func expectResult<C: JobContract>(
     #expect(try JSONValueDecoder().decode(C.Result.self, fromJSON: text) == result, sourceLocation: sourceLocation)
 }
 
-/// The parameters encode to exactly `text` (the payload enqueued) and decode back to themselves.
-private func expectPayload<Parameters: Codable & Equatable>(
+/// The parameters encode to exactly `text` (the payload enqueued), built without Codable (`jsonValue()`, what a typed
+/// enqueue writes) as through it, and decode back to themselves.
+private func expectPayload<Parameters: Codable & Equatable & JSONValueConvertible>(
     _ parameters: Parameters, _ text: String, sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
     #expect(try JSONValueEncoder().encode(parameters).jsonString == text, sourceLocation: sourceLocation)
+    #expect(try parameters.jsonValue().jsonString == text, sourceLocation: sourceLocation)
     #expect(try JSONValueDecoder().decode(Parameters.self, fromJSON: text) == parameters, sourceLocation: sourceLocation)
 }
