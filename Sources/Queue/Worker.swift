@@ -38,6 +38,8 @@ public struct WorkerOptions: Sendable {
     public var ledger: (any ReservationLedger)?
     /// More work for the upkeep leader (e.g. a transactional outbox's relay).
     public var leaderTasks: [LeaderTask] = []
+    /// Tests only: each batch of outcomes waits this long before it is recorded (a recording slowed by load).
+    package var recordingDelay: Duration = .zero
 
     /// `carbscan work`'s default: see `WorkCommand.concurrency` for the measurement behind it.
     public static let defaultConcurrency = 1000
@@ -73,6 +75,10 @@ public final class Worker: Service {
     let slots: Slots
     let inFlight = InFlight()
     let outcomes = Batcher<JobOutcome>()
+    /// Jobs that ended here and whose outcomes are not recorded yet, by id: their leases are renewed with the running
+    /// jobs', since until the outcome is recorded another worker may take a job whose lease ran out and run it again.
+    /// A rolling deploy on a loaded machine ran a job twice that way (ops/faults/hosts.sh, CI of 2026-11-29).
+    private let unrecorded = Mutex<[JobID: ReservedJob]>([:])
     private let stopping = Atomic<Bool>(false)
     private let limits: Mutex<[String: Int]>
     /// The served queues' limits across processes.
@@ -182,9 +188,10 @@ public final class Worker: Service {
                 await self.fetch(using: connections)
             }
             await self.drain()
-            housekeeping.cancel()
+            // Leases are renewed until the last outcome is recorded.
             self.outcomes.close()
             await recording.value
+            housekeeping.cancel()
             await housekeeping.value
             await self.upkeepTask.withLock { $0 }?.value
             // Every job ended or was handed back: the permits go back now, not when their lease runs out.
@@ -509,7 +516,7 @@ public final class Worker: Service {
         guard let spec = queue.catalog.runSettings[job.kind], let handler = registry.handler(for: job.kind) else {
             let reason = "no handler for job kind '\(job.kind)' in this worker"
             logger.error("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "error": "\(reason)"])
-            outcomes.append(.dead(job, error: reason, retention: queue.catalog[job.kind]?.retention.failed ?? .seconds(30 * 86_400)))
+            ended(.dead(job, error: reason, retention: queue.catalog[job.kind]?.retention.failed ?? .seconds(30 * 86_400)))
             for observer in options.observers {
                 observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: .dead, duration: .zero)
             }
@@ -678,7 +685,7 @@ public final class Worker: Service {
         inFlight.remove(job)
         slots.release()
         globalLimits.ended(job)
-        outcomes.append(outcome)
+        ended(outcome)
         let duration = ContinuousClock.now - began
         for observer in options.observers {
             observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: outcome.end, duration: duration)
@@ -722,9 +729,17 @@ public final class Worker: Service {
 
     // MARK: Recording and housekeeping
 
+    /// Hands a job's outcome to the recording, its lease still renewed until it is recorded.
+    private func ended(_ outcome: JobOutcome) {
+        unrecorded.withLock { $0[outcome.job.id] = outcome.job }
+        outcomes.append(outcome)
+    }
+
     private func recordOutcomes() async {
         var streak = FailureStreak("recording outcomes")
         while let batch = await outcomes.next() {
+            defer { unrecorded.withLock { jobs in for outcome in batch { jobs[outcome.job.id] = nil } } }
+            if options.recordingDelay > .zero { await Self.pause(options.recordingDelay) }
             while true {
                 do {
                     try await queue.record(batch)
@@ -773,9 +788,14 @@ public final class Worker: Service {
     }
 
     private func renewLeases() async throws {
-        let jobs = inFlight.jobs
+        let jobs = inFlight.jobs + unrecorded.withLock { Array($0.values) }
         if !jobs.isEmpty {
-            let lost = try await queue.heartbeat(jobs, consumer: options.consumer)
+            var lost = try await queue.heartbeat(jobs, consumer: options.consumer)
+            // Not lost: recorded (acknowledged) while the renewal was on its way.
+            if !lost.isEmpty {
+                let held = Set(inFlight.jobs.map(\.entry)).union(unrecorded.withLock { $0.values.map(\.entry) })
+                lost.formIntersection(held)
+            }
             if !lost.isEmpty {
                 logger.warning("lost leases (the jobs were handed to other workers)", metadata: ["count": "\(lost.count)"])
             }
@@ -801,7 +821,7 @@ public final class Worker: Service {
         }
         for job in inFlight.removeAll() {
             globalLimits.ended(job)
-            outcomes.append(.requeue(job))
+            ended(.requeue(job))
         }
     }
 

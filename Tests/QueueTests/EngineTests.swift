@@ -195,6 +195,22 @@ import Testing
         #expect(try await env.queue.reserve(queue: "default", count: 10, consumer: "next").map(\.id) == [more])
     }
 
+    /// A job's lease is renewed until its outcome is recorded, not only while it runs: a job whose outcome waited
+    /// behind a recording slower than its lease was taken by the reclaim and ran again (a rolling deploy on a loaded
+    /// machine ran a job twice so).
+    @Test func aFinishedJobKeepsItsLeaseUntilItsOutcomeIsRecorded() async throws {
+        let env = try TestEnvironment(kinds: ["noop": "visibility_timeout: 3s\nattempts: 3"])
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker(recordingDelay: .milliseconds(4500))
+        let runs = "\(env.prefix):runs"
+        let id = try await env.enqueue(["record": .string(runs)], options: EnqueueOptions(indexed: true))
+        #expect(try await eventually { try await env.status(id) == .succeeded })
+        worker.stop()
+        try await task.value
+        #expect(try await env.redis.send(["LLEN", runs]).int == 1)
+        #expect(try await env.stats().succeededTotal == 1)
+    }
+
     @Test func aHandlerPastItsTimeoutIsCancelledAndRetried() async throws {
         let env = try TestEnvironment(kinds: [
             "noop": """

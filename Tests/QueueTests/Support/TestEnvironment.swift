@@ -43,7 +43,8 @@ struct TestEnvironment {
     func startWorker(
         concurrency: Int = 10, grace: Duration = .seconds(5), blockTimeout: Duration = .seconds(2),
         queues: [(name: String, weight: Int)]? = nil, upkeepLease: Duration = .seconds(10), logger: Logger? = nil,
-        ledger: (any ReservationLedger)? = nil, observers: [any WorkerObserver] = [], leaderTasks: [LeaderTask] = []
+        ledger: (any ReservationLedger)? = nil, observers: [any WorkerObserver] = [], leaderTasks: [LeaderTask] = [],
+        recordingDelay: Duration = .zero
     ) -> (Worker, Task<Void, any Error>) {
         var options = WorkerOptions(
             queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
@@ -52,6 +53,7 @@ struct TestEnvironment {
         options.ledger = ledger
         options.observers = observers
         options.leaderTasks = leaderTasks
+        options.recordingDelay = recordingDelay
         let worker = Worker(queue: queue, registry: Handlers.registry(redis: redis), options: options, logger: logger ?? self.logger)
         return (worker, Task { try await worker.run() })
     }
