@@ -84,25 +84,24 @@ struct ContractWriter {
                 }
                 writer.line()
                 writer.block("package func encode(to encoder: any Encoder) throws") { writer in
-                    writer.line("switch self {")
-                    for branch in branches {
-                        writer.line("case .\(Self.caseName(branch))(let value): try value.encode(to: encoder)")
-                    }
-                    writer.line("}")
+                    writer.forEachCase(branches, "try value.encode(to: encoder)")
                 }
                 writer.line()
                 writer.block("package func jsonValue() throws -> JSONValue") { writer in
-                    writer.line("switch self {")
-                    for branch in branches {
-                        writer.line("case .\(Self.caseName(branch))(let value): try value.jsonValue()")
-                    }
-                    writer.line("}")
+                    writer.forEachCase(branches, "try value.jsonValue()")
                 }
             }
         case .structure(let name, let doc, let properties):
             self.doc(doc)
             structure(name, properties)
         }
+    }
+
+    /// `switch self` over a `oneOf` enum's cases, each running `body` on its `value`.
+    private mutating func forEachCase(_ branches: [String], _ body: String) {
+        line("switch self {")
+        for branch in branches { line("case .\(Self.caseName(branch))(let value): \(body)") }
+        line("}")
     }
 
     private mutating func structure(_ name: String, _ properties: [Property]) {
