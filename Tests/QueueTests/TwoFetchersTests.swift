@@ -43,13 +43,14 @@ import Testing
             Array(repeating: (kind: "noop", payload: .object(["sleepMs": .int(sleepMs)]), options: EnqueueOptions()), count: count))
     }
 
-    /// 2,000 jobs of 20 ms through a worker of concurrency 600: both fetchers read all along, and never more than 600
-    /// run at once (each claims its slots before it reads).
+    /// 2,000 jobs of 200 ms through a worker of concurrency 600: both fetchers read all along (more than one read's 500
+    /// run at once), and never more than 600 run at once (each claims its slots before it reads). With 20 ms jobs a
+    /// loaded CI machine finished the first read's 500 before the second fetcher's read came back.
     @Test func theConcurrencyHoldsWithTwoFetchers() async throws {
         let env = try TestEnvironment()
         defer { Task { await env.cleanUp() } }
         let gauge = QueueLimitTests.Gauge()
-        try await Self.enqueue(env, 2000, sleepMs: 20)
+        try await Self.enqueue(env, 2000, sleepMs: 200)
         let (worker, task) = Self.worker(env, concurrency: 600, QueueLimitTests.GaugedNoop(gauge: gauge))
         #expect(try await eventually(timeout: .seconds(60)) { try await env.stats().succeededTotal == 2000 })
         worker.stop()
