@@ -1,8 +1,8 @@
 /// A value that builds its ``JSONValue`` tree itself, without Codable: the job contracts' generated types
 /// (`JobCodegen`), so that a typed enqueue skips ``JSONValueEncoder``. Through the encoder's keyed containers, the
-/// `login-webhook` parameters of `POST /logins` cost 3.3% of the API's CPU per request (perf, 2026-11-29); built
-/// member by member, a tenth of that. The tree is the one ``JSONValueEncoder`` makes of the same value (contract
-/// tests hold the two to one output), refusals included: a non-finite number throws.
+/// `login-webhook` parameters of `POST /logins` cost 3.3% of the API's CPU per request (perf, 2026-11-29). The tree
+/// is the one ``JSONValueEncoder`` makes of the same value (contract tests hold the two to one output); a non-finite
+/// number throws here too, without the member's coding path.
 public protocol JSONValueConvertible {
     func jsonValue() throws -> JSONValue
 }

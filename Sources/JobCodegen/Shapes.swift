@@ -74,7 +74,8 @@ struct CodegenError: Error, CustomStringConvertible {
 /// an enum with a case per branch; a schema without `type` is any JSON (`JSONValue`). A member is optional when it is
 /// not `required` or is nullable (`type: [string, "null"]`); a nullable member is written as `null`, another optional
 /// one left out. `x-swift-name` names a member in Swift, `x-swift-type` gives a member's Swift type (carried as its
-/// text when the schema's type is `string`; else it must be `JSONValueConvertible`, for the generated `jsonValue()`). Keys the generator does not know are left to the job file's loader.
+/// text when the schema's type is `string`; else it must be `JSONValueConvertible`, for the generated `jsonValue()`).
+/// Keys the generator does not know are left to the job file's loader.
 struct ContractBuilder {
     private(set) var declarations: [Declaration] = []
     let file: String
