@@ -109,7 +109,9 @@ import Testing
         let proxy = try await FaultProxy.start(to: server.host, port: server.port)
         defer { proxy.stop() }
         func client(backoff: Duration) -> RedisClient {
-            RedisClient(configuration: RedisConfiguration(host: "127.0.0.1", port: proxy.port, poolSize: 1, reconnectBase: backoff))
+            RedisClient(
+                configuration: RedisConfiguration(
+                    host: "127.0.0.1", port: proxy.port, poolSize: 1, reconnectBase: backoff, reconnectMax: backoff))
         }
         let quick = client(backoff: .milliseconds(50))
         defer { quick.close() }
