@@ -103,7 +103,10 @@ package enum APIServer {
         }
         let errors = ErrorEnvelopeMiddleware<APIContext>()
         router.add(middleware: errors)
-        router.add(middleware: ClientAddressMiddleware(proxies: dependencies.trustedProxies))
+        // Without `TRUSTED_PROXIES` the peer is the client (`APIContext.remoteIP`), and no request pays for the layer.
+        if !dependencies.trustedProxies.blocks.isEmpty {
+            router.add(middleware: ClientAddressMiddleware(proxies: dependencies.trustedProxies))
+        }
         let reads = dependencies.reads
         if reads.replicas != nil { dependencies.waiter.markOwners(through: reads) }
         let api = RouteTable(router: router, reads: reads)
