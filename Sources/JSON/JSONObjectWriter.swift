@@ -76,7 +76,7 @@ public struct JSONObjectWriter {
 }
 
 /// A member's name as a coding key, for the coding path of an error.
-private struct MemberKey: CodingKey {
+struct MemberKey: CodingKey {
     let stringValue: String
     var intValue: Int? { nil }
     init(_ name: String) { stringValue = name }

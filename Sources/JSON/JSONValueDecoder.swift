@@ -19,7 +19,7 @@ public struct JSONValueDecoder: Sendable {
     }
 
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
-        try Node(value: value, parentPath: [], key: nil, decoder: self).unwrap(T.self)
+        try DecoderNode(value: value, parentPath: [], key: nil, decoder: self).unwrap(T.self)
     }
 
     /// Parses `text`, then decodes `T` from it.
@@ -61,7 +61,8 @@ struct IndexKey: CodingKey {
 /// One value of the tree being decoded, with its place in it: the `Decoder` handed to `init(from:)` and its
 /// single-value container. The place is kept as the parent's path and this value's key, and joined only when asked
 /// for (errors, nested containers): a new array per member read was half of decoding a small payload.
-private struct Node: Decoder, SingleValueDecodingContainer {
+/// ``JSONMembers`` reads through it too, so the two refuse alike.
+struct DecoderNode: Decoder, SingleValueDecodingContainer {
     let value: JSONValue
     let parentPath: [any CodingKey]
     let key: (any CodingKey)?
@@ -173,7 +174,7 @@ private struct Node: Decoder, SingleValueDecodingContainer {
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try unwrap(T.self) }
 }
 
-private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
+struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let members: [String: JSONValue]
     let codingPath: [any CodingKey]
     let decoder: JSONValueDecoder
@@ -183,16 +184,16 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
 
-    func node(_ key: Key) throws -> Node {
+    func node(_ key: Key) throws -> DecoderNode {
         guard let value = members[key.stringValue] else {
             throw DecodingError.keyNotFound(
                 key, .init(codingPath: codingPath, debugDescription: "No value associated with key \(key.stringValue)."))
         }
-        return Node(value: value, parentPath: codingPath, key: key, decoder: decoder)
+        return DecoderNode(value: value, parentPath: codingPath, key: key, decoder: decoder)
     }
 
     /// One lookup for a member that may be missing or null (the default implementations make three).
-    func present(_ key: Key) throws -> Node? {
+    func present(_ key: Key) throws -> DecoderNode? {
         guard let value = members[key.stringValue] else { return nil }
         if case .null = value {
             if let nullable, !nullable.contains(key.stringValue) {
@@ -201,7 +202,7 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
             }
             return nil
         }
-        return Node(value: value, parentPath: codingPath, key: key, decoder: decoder)
+        return DecoderNode(value: value, parentPath: codingPath, key: key, decoder: decoder)
     }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try present(key)?.unwrap(T.self) }
@@ -246,11 +247,11 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        Node(value: members["super"] ?? .null, parentPath: codingPath, key: nil, decoder: decoder)
+        DecoderNode(value: members["super"] ?? .null, parentPath: codingPath, key: nil, decoder: decoder)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        Node(value: members[key.stringValue] ?? .null, parentPath: codingPath, key: key, decoder: decoder)
+        DecoderNode(value: members[key.stringValue] ?? .null, parentPath: codingPath, key: key, decoder: decoder)
     }
 }
 
@@ -270,12 +271,13 @@ private struct Unkeyed: UnkeyedDecodingContainer {
     var isAtEnd: Bool { currentIndex >= items.count }
 
     /// The next element's node; the index moves on only once it decoded (as `JSONDecoder`'s does).
-    mutating func next<T>(_ type: Any.Type, _ body: (Node) throws -> T) throws -> T {
+    mutating func next<T>(_ type: Any.Type, _ body: (DecoderNode) throws -> T) throws -> T {
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(
                 type, .init(codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "Unkeyed container is at end."))
         }
-        let result = try body(Node(value: items[currentIndex], parentPath: codingPath, key: IndexKey(currentIndex), decoder: decoder))
+        let node = DecoderNode(value: items[currentIndex], parentPath: codingPath, key: IndexKey(currentIndex), decoder: decoder)
+        let result = try body(node)
         currentIndex += 1
         return result
     }
