@@ -116,14 +116,19 @@ import Testing
     }
 
     /// The API counts requests by route template (an id in the path never becomes a label; an unknown path is
-    /// `unmatched`) and answers /metrics on its own port, without auth; `--no-metrics` turns it off.
-    @Test(.timeLimit(.minutes(2)))
-    func serveCountsRequestsByRouteTemplate() async throws {
+    /// `unmatched`) and answers /metrics on its own port, without auth; `--no-metrics` turns it off. Traced (every
+    /// request sampled, or none), the server span's layer counts them in its place.
+    @Test(.timeLimit(.minutes(2)), arguments: [nil, "always_on", "always_off"])
+    func serveCountsRequestsByRouteTemplate(sampler: String?) async throws {
         try await withScratchDatabase { url in
             let port = CarbScanBinary.freePort()
-            let server = try CarbScanBinary.start(
-                ["serve", "--port", String(port), "--migrate"],
-                environment: ["DATABASE_URL": url, "JWT_SECRET": Self.canary + Self.canary])
+            var environment = ["DATABASE_URL": url, "JWT_SECRET": Self.canary + Self.canary]
+            if let sampler {
+                // Nothing listens there: the exporter's failures are only logged.
+                environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:9"
+                environment["OTEL_TRACES_SAMPLER"] = sampler
+            }
+            let server = try CarbScanBinary.start(["serve", "--port", String(port), "--migrate"], environment: environment)
             defer { server.signal(SIGKILL) }
             func get(_ path: String, on other: Int? = nil) async -> Int? {
                 var request = URLRequest(url: URL(string: "http://127.0.0.1:\(other ?? port)" + path)!)
