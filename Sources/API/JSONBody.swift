@@ -33,11 +33,7 @@ enum JSONBody {
         tooLarge oversize: APIError? = nil, emptyIsObject: Bool = false
     ) async throws -> T {
         let value = try await read(request, allowedKeys: allowedKeys, limit: limit, tooLarge: oversize, emptyIsObject: emptyIsObject)
-        do {
-            return try decoder.decode(T.self, from: value)
-        } catch let error as DecodingError {
-            throw refusal(error)
-        }
+        return try refusing { try decoder.decode(T.self, from: value) }
     }
 
     /// The same for a type that reads its own members (`JSONMembersDecodable`), with the same refusals as its
@@ -47,8 +43,13 @@ enum JSONBody {
         tooLarge oversize: APIError? = nil, emptyIsObject: Bool = false
     ) async throws -> T {
         let value = try await read(request, allowedKeys: allowedKeys, limit: limit, tooLarge: oversize, emptyIsObject: emptyIsObject)
+        return try refusing { try decoder.decode(T.self, members: value) }
+    }
+
+    /// `body`'s value, or its decoding error as the 4xx that names the field.
+    private static func refusing<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try decoder.decode(T.self, members: value)
+            return try body()
         } catch let error as DecodingError {
             throw refusal(error)
         }
@@ -66,12 +67,10 @@ enum JSONBody {
             guard emptyIsObject else { throw APIError(.badRequest, "VALIDATION_ERROR", "request body must be a JSON object") }
             value = .object([:])
         } else {
-            do {
-                value = try buffer.withUnsafeReadableBytes { bytes in
+            value = try refusing {
+                try buffer.withUnsafeReadableBytes { bytes in
                     try JSONValueDecoder.parse { () throws(JSONParseError) in try JSONParser.parse(bytes) }
                 }
-            } catch let error as DecodingError {
-                throw refusal(error)
             }
         }
         if let field = firstNUL(in: value) {
