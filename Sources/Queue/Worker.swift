@@ -40,6 +40,9 @@ public struct WorkerOptions: Sendable {
     public var leaderTasks: [LeaderTask] = []
     /// Tests only: each batch of outcomes waits this long before it is recorded (a recording slowed by load).
     package var recordingDelay: Duration = .zero
+    /// Tests only: a finished job's thread stalls this long after handing its outcome on, before the job leaves the
+    /// running ones (a thread descheduled there by a loaded machine).
+    package var finishingStall: Duration = .zero
 
     /// `carbscan work`'s default: see `WorkCommand.concurrency` for the measurement behind it.
     public static let defaultConcurrency = 1000
@@ -682,10 +685,14 @@ public final class Worker: Service {
                 message = "job failed"
             }
         }
+        // The outcome is handed on before the job leaves the running ones: a stopping worker closes the recording
+        // once none runs, and an outcome handed on after that was never recorded (the job stayed `running` until
+        // its lease ran out, seen in CI as a hand-back that did not happen).
+        ended(outcome)
+        if options.finishingStall > .zero { Thread.sleep(forTimeInterval: options.finishingStall.timeInterval) }
         inFlight.remove(job)
         slots.release()
         globalLimits.ended(job)
-        ended(outcome)
         let duration = ContinuousClock.now - began
         for observer in options.observers {
             observer.jobFinished(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue), outcome: outcome.end, duration: duration)

@@ -339,6 +339,22 @@ import Testing
         #expect(stats.running == 0)
     }
 
+    /// A job whose thread stalls as it finishes, between handing its outcome on and leaving the running jobs, is
+    /// still recorded: the stop closed the recording once no job ran, so an outcome handed on after the job had left
+    /// was dropped, and the long job stayed `running` with its attempt spent (seen once in CI, under load).
+    @Test func aJobStalledAsItEndsIsHandedBackBeforeTheWorkerStops() async throws {
+        let env = try TestEnvironment()
+        defer { Task { await env.cleanUp() } }
+        let (worker, task) = env.startWorker(grace: .milliseconds(200), finishingStall: .milliseconds(300))
+        let long = try await env.enqueue(.object(["sleepMs": .int(60_000)]))
+        #expect(try await eventually { try await env.status(long) == .running })
+        worker.stop()
+        try await task.value
+        let record = try #require(try await env.queue.record(long))
+        #expect(record.status == .queued)
+        #expect(record.attempts == 0)
+    }
+
     /// Cancelling the task that runs a worker stops it as `stop()` does: the short job finishes, the long one is handed
     /// back, and `run` returns. A cancelled worker used to keep fetching, every wait returning at once: it spun a core
     /// and never returned.

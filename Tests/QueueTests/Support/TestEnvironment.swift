@@ -44,7 +44,7 @@ struct TestEnvironment {
         concurrency: Int = 10, grace: Duration = .seconds(5), blockTimeout: Duration = .seconds(2),
         queues: [(name: String, weight: Int)]? = nil, upkeepLease: Duration = .seconds(10), logger: Logger? = nil,
         ledger: (any ReservationLedger)? = nil, observers: [any WorkerObserver] = [], leaderTasks: [LeaderTask] = [],
-        recordingDelay: Duration = .zero
+        recordingDelay: Duration = .zero, finishingStall: Duration = .zero
     ) -> (Worker, Task<Void, any Error>) {
         var options = WorkerOptions(
             queues: queues ?? queue.catalog.queues.map { ($0, 1) }, concurrency: concurrency, gracePeriod: grace,
@@ -54,6 +54,7 @@ struct TestEnvironment {
         options.observers = observers
         options.leaderTasks = leaderTasks
         options.recordingDelay = recordingDelay
+        options.finishingStall = finishingStall
         let worker = Worker(queue: queue, registry: Handlers.registry(redis: redis), options: options, logger: logger ?? self.logger)
         return (worker, Task { try await worker.run() })
     }
