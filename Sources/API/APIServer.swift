@@ -93,8 +93,8 @@ package enum APIServer {
         if TraceSwitch.isOn {
             // Outermost: the server span covers the whole request (continuing the client's `traceparent`) and sees
             // the status the error envelope answered. A query's secrets, should a client send any, stay out of it.
-            router.add(
-                middleware: ServerSpanMiddleware(redactedQueryParameters: ["token", "code", "access_token", "refresh_token", "key"]))
+            let secrets: Set<Substring> = ["token", "code", "access_token", "refresh_token", "key"]
+            router.add(middleware: ServerSpanMiddleware(redactedQueryParameters: secrets, proxies: dependencies.trustedProxies))
         }
         if let telemetry {
             // Outermost, so it sees the status the error envelope answered; /metrics is outside /api/mobile/v1.

@@ -17,6 +17,8 @@ struct ServerSpanMiddleware: RouterMiddleware {
 
     /// Query parameters whose values never reach a span.
     let redactedQueryParameters: Set<Substring>
+    /// The proxies whose forwarded client is `client.address` (`TRUSTED_PROXIES`).
+    let proxies: TrustedProxies
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // A trace the sampler drops gets no span: only its context, for the job and the calls the request makes.
@@ -88,8 +90,12 @@ struct ServerSpanMiddleware: RouterMiddleware {
         if let agent = headers.value(.userAgent) { fields.append("user_agent.original", .string(agent)) }
         if let length = headers.value(.contentLength).flatMap({ Int64($0) }) { fields.append("http.request.body.size", .int(length)) }
         if let type = headers.value(.contentType) { fields.append("http.request.header.content_type", .other(.stringArray([type]))) }
-        if let peer = context.peerIP { fields.append("network.peer.address", .string(peer)) }
-        if let client = context.remoteIP { fields.append("client.address", .string(client)) }
+        // Read here, not from the context: this layer runs before `ClientAddressMiddleware` (whose context it never
+        // sees), so `client.address` was the proxy's. The peer's address is made text once, for both attributes.
+        let peer = context.peerIP
+        if let peer { fields.append("network.peer.address", .string(peer)) }
+        let client = proxies.blocks.isEmpty ? peer : proxies.client(peer: peer, headers: headers)
+        if let client { fields.append("client.address", .string(client)) }
         return fields
     }
 

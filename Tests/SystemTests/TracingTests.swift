@@ -68,12 +68,15 @@ import Testing
         defer { receiver.stop() }
         let model = try await OpenAIServer.start(fallback: .json(Self.answer))
         defer { model.stop() }
-        let tracing = receiver.environment(service: "carbscan-api").merging(["TRACE_STATEMENTS": "true"]) { $1 }
+        // Loopback is a trusted proxy here, so the chat (forwarded for a client) and the read (not) name their clients apart.
+        let tracing = receiver.environment(service: "carbscan-api").merging(["TRACE_STATEMENTS": "true", "TRUSTED_PROXIES": "127.0.0.1/32"])
+        { $1 }
         try await Self.withSystem(model: model, tracing: tracing) { api, server, worker, queue in
             let token = try await Self.signUp(api)
             let app = Self.appContext()
             let (status, _) = try await api.call(
-                "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#, headers: ["traceparent": app.header])
+                "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#,
+                headers: ["traceparent": app.header, "X-Forwarded-For": "203.0.113.7"])
             #expect(status == 200)
             // A read whose query carries a secret (as a careless client might send it): the span keeps its name only.
             let read = Self.appContext()
@@ -92,6 +95,7 @@ import Testing
             #expect(listing.name == "GET /api/mobile/v1/meals")
             #expect(listing.attributes["url.query"] == "limit=5&access_token=REDACTED")
             #expect(listing.attributes["http.response.status_code"] == 200)
+            #expect(listing.attributes["network.peer.address"] == "127.0.0.1" && listing.attributes["client.address"] == "127.0.0.1")
             spans = spans.filter { $0.traceID == app.traceID }
 
             // The API's server span continues the app's span; its enqueue is a producer span under it.
@@ -100,6 +104,7 @@ import Testing
             #expect(request.attributes["http.request.method"] == "POST")
             #expect(request.attributes["http.route"] == "/api/mobile/v1/chat")
             #expect(request.attributes["http.response.status_code"] == 200)
+            #expect(request.attributes["network.peer.address"] == "127.0.0.1" && request.attributes["client.address"] == "203.0.113.7")
             let send = try #require(spans.first { $0.kind == .producer }, "\(spans)")
             #expect(send.service == "carbscan-api" && send.name == "send ai")
             #expect(Self.ancestors(of: send, in: spans).contains(request.spanID))
