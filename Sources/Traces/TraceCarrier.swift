@@ -5,14 +5,17 @@ public enum TraceCarrier {
     /// The current span's context, or nil when tracing is off or no span is current.
     public static func current() -> String? {
         guard TraceSwitch.isOn else { return nil }
+        guard TraceSwitch.isPropagating else { return nil }
         if let dropped = DroppedTrace.current { return dropped.carried }
-        guard TraceSwitch.isPropagating, let span = InstrumentationContext.current?.spanIdentity else { return nil }
+        guard let span = InstrumentationContext.current?.spanIdentity else { return nil }
         return span.traceparent.carried(tracestate: span.tracestate)
     }
 
     /// What W3C Trace Context sends for `context`, by name (`traceparent`, `tracestate`): a job's record's text, an
     /// outbound request's headers. A context without a span, in a trace the sampler dropped, sends that trace's.
     public static func propagated(_ context: InstrumentationContext?) -> [String: String] {
+        // `OTEL_PROPAGATORS=none`: nothing is sent, a dropped trace's context neither.
+        guard !TraceSwitch.withholdsContext else { return [:] }
         guard let span = context?.spanIdentity else { return DroppedTrace.current?.fields ?? [:] }
         guard TraceSwitch.isPropagating else { return [:] }
         return span.traceparent.fields(tracestate: span.tracestate)

@@ -54,7 +54,10 @@ public enum TraceSwitch {
     }
 
     /// Whether contexts travel (`OTEL_PROPAGATORS` is not `none`); false while tracing is off.
-    static var isPropagating: Bool { isOn && propagates }
+    public static var isPropagating: Bool { isOn && propagates }
+
+    /// Whether this process traces but sends no context on (`OTEL_PROPAGATORS=none`): not even a dropped trace's.
+    static var withholdsContext: Bool { isOn && !propagates }
 
     /// Whether `context`'s span is sampled (false while tracing is off).
     public static func isSampled(_ context: InstrumentationContext) -> Bool { isOn && context.spanIdentity?.isSampled == true }

@@ -237,6 +237,45 @@ import Testing
         }
     }
 
+    /// `OTEL_PROPAGATORS=none`: no context leaves a process, a dropped trace's neither (it went to the job's record and
+    /// on to the model until 2026-11-29), and none is read (the app's `traceparent` starts nothing).
+    @Test(.timeLimit(.minutes(2)))
+    func withPropagatorsNoneNoContextLeavesAProcess() async throws {
+        let receiver = try await OTLPReceiver.start()
+        defer { receiver.stop() }
+        let model = try await OpenAIServer.start(fallback: .json(Self.answer))
+        defer { model.stop() }
+        let tracing = receiver.environment(service: "carbscan-api").merging([
+            "OTEL_PROPAGATORS": "none", "OTEL_TRACES_SAMPLER": "always_off",
+        ]) { $1 }
+        try await Self.withSystem(model: model, tracing: tracing) { api, _, worker, queue in
+            let token = try await Self.signUp(api)
+            let (status, _) = try await api.call(
+                "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#, headers: ["traceparent": Self.appContext().header])
+            #expect(status == 200)
+            #expect(model.received.count == 1 && model.received[0].traceparent == nil, "\(model.received)")
+            // The worker still names the trace its job's run was in, one of its own.
+            #expect(worker.output.contains(#""trace_id":"#), "\(worker.output)")
+            let carried = try await Self.carriedContexts(prefix: queue.options.prefix, redis: queue.redis)
+            #expect(carried.count == 1 && carried[0] == nil, "\(carried)")
+        }
+    }
+
+    /// The trace context (`tp`) each job record under `prefix` carries.
+    static func carriedContexts(prefix: String, redis: RedisClient) async throws -> [String?] {
+        var contexts: [String?] = []
+        var cursor = "0"
+        repeat {
+            let reply = try await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*job:*", "COUNT", "1000", "TYPE", "hash"])
+            let parts = reply.array ?? []
+            cursor = parts.first?.string ?? "0"
+            for key in parts.dropFirst().first?.array?.compactMap(\.string) ?? [] {
+                contexts.append(try await redis.send(["HGET", key, "tp"]).string)
+            }
+        } while cursor != "0"
+        return contexts
+    }
+
     /// Without an endpoint nothing is traced: no context travels to the model, and the job's record names no trace.
     @Test(.timeLimit(.minutes(2)))
     func withoutAnEndpointNothingIsTracedOrSent() async throws {
