@@ -4,7 +4,7 @@
 public enum TraceCarrier {
     /// The current span's context, or nil when tracing is off or no span is current.
     public static func current() -> String? {
-        guard TraceSwitch.isOn else { return nil }
+        // Off, or on with `OTEL_PROPAGATORS=none`: nothing travels, a dropped trace's context neither.
         guard TraceSwitch.isPropagating else { return nil }
         if let dropped = DroppedTrace.current { return dropped.carried }
         guard let span = InstrumentationContext.current?.spanIdentity else { return nil }

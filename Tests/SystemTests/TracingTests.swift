@@ -69,8 +69,8 @@ import Testing
         let model = try await OpenAIServer.start(fallback: .json(Self.answer))
         defer { model.stop() }
         // Loopback is a trusted proxy here, so the chat (forwarded for a client) and the read (not) name their clients apart.
-        let tracing = receiver.environment(service: "carbscan-api").merging(["TRACE_STATEMENTS": "true", "TRUSTED_PROXIES": "127.0.0.1/32"])
-        { $1 }
+        let settings = ["TRACE_STATEMENTS": "true", "TRUSTED_PROXIES": "127.0.0.1/32"]
+        let tracing = receiver.environment(service: "carbscan-api").merging(settings) { $1 }
         try await Self.withSystem(model: model, tracing: tracing) { api, server, worker, queue in
             let token = try await Self.signUp(api)
             let app = Self.appContext()
@@ -238,24 +238,24 @@ import Testing
     }
 
     /// `OTEL_PROPAGATORS=none`: no context leaves a process, a dropped trace's neither (it went to the job's record and
-    /// on to the model until 2026-11-29), and none is read (the app's `traceparent` starts nothing).
+    /// on to the model until 2026-11-29), and the app's `traceparent` is not continued.
     @Test(.timeLimit(.minutes(2)))
     func withPropagatorsNoneNoContextLeavesAProcess() async throws {
         let receiver = try await OTLPReceiver.start()
         defer { receiver.stop() }
         let model = try await OpenAIServer.start(fallback: .json(Self.answer))
         defer { model.stop() }
-        let tracing = receiver.environment(service: "carbscan-api").merging([
-            "OTEL_PROPAGATORS": "none", "OTEL_TRACES_SAMPLER": "always_off",
-        ]) { $1 }
+        let settings = ["OTEL_PROPAGATORS": "none", "OTEL_TRACES_SAMPLER": "always_off"]
+        let tracing = receiver.environment(service: "carbscan-api").merging(settings) { $1 }
         try await Self.withSystem(model: model, tracing: tracing) { api, _, worker, queue in
             let token = try await Self.signUp(api)
+            let app = Self.appContext()
             let (status, _) = try await api.call(
-                "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#, headers: ["traceparent": Self.appContext().header])
+                "POST", "chat", token: token, json: #"{"message":"Carbs in rice?"}"#, headers: ["traceparent": app.header])
             #expect(status == 200)
             #expect(model.received.count == 1 && model.received[0].traceparent == nil, "\(model.received)")
-            // The worker still names the trace its job's run was in, one of its own.
-            #expect(worker.output.contains(#""trace_id":"#), "\(worker.output)")
+            // The worker still names the trace its job's run was in: one of its own, not the app's.
+            #expect(worker.output.contains(#""trace_id":"#) && !worker.output.contains(app.traceID), "\(worker.output)")
             let carried = try await Self.carriedContexts(prefix: queue.options.prefix, redis: queue.redis)
             #expect(carried.count == 1 && carried[0] == nil, "\(carried)")
         }
