@@ -94,8 +94,7 @@ struct ServerSpanMiddleware: RouterMiddleware {
         // sees), so `client.address` was the proxy's. The peer's address is made text once, for both attributes.
         let peer = context.peerIP
         if let peer { fields.append("network.peer.address", .string(peer)) }
-        let client = proxies.blocks.isEmpty ? peer : proxies.client(peer: peer, headers: headers)
-        if let client { fields.append("client.address", .string(client)) }
+        if let client = proxies.client(peer: peer, headers: headers) { fields.append("client.address", .string(client)) }
         return fields
     }
 

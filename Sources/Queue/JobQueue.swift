@@ -169,8 +169,8 @@ public final class JobQueue: Sendable {
             // Inside a trace the sampler dropped (where no span is current), the job only carries its context (its run
             // is dropped too): the first question, one task-local read, asked of 9 requests in 10 at 10% sampling.
             if let dropped = DroppedTrace.current {
-                let trace = TraceSwitch.isPropagating ? dropped.carried : nil
-                return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random(), trace: trace)
+                return try await enqueueOne(
+                    kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.travelling)
             }
             let inTrace = InstrumentationContext.current != nil
             // In a context whose span is not sampled, the same.
@@ -182,8 +182,8 @@ public final class JobQueue: Sendable {
             if !inTrace, let decision = TraceSwitch.decide(traceparent: nil, tracestate: nil) {
                 switch decision {
                 case .dropped(let dropped):
-                    let trace = TraceSwitch.isPropagating ? dropped.carried : nil
-                    return try await enqueueOne(kind, payload: payload, options: options, id: options.id ?? .random(), trace: trace)
+                    return try await enqueueOne(
+                        kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.travelling)
                 case .sampled(let root):
                     return try await InstrumentationContext.$current.withValue(root.context) {
                         try await tracedEnqueue(kind, payload: payload, options: options)

@@ -94,6 +94,10 @@ public struct DroppedTrace: Sendable, Equatable {
 
     /// As a job's record carries a trace context (`TraceCarrier`): `name=value` lines, sorted by name.
     public var carried: String { traceparent.carried(tracestate: tracestate) }
+
+    /// What a job enqueued in this trace carries: ``carried``, or nil where contexts do not travel
+    /// (`OTEL_PROPAGATORS=none`).
+    public var travelling: String? { TraceSwitch.isPropagating ? carried : nil }
 }
 
 extension DroppedTrace {

@@ -54,7 +54,7 @@ public enum TraceSwitch {
     }
 
     /// Whether contexts travel (`OTEL_PROPAGATORS` is not `none`); false while tracing is off.
-    public static var isPropagating: Bool { isOn && propagates }
+    static var isPropagating: Bool { isOn && propagates }
 
     /// Whether this process traces but sends no context on (`OTEL_PROPAGATORS=none`): not even a dropped trace's.
     static var withholdsContext: Bool { isOn && !propagates }

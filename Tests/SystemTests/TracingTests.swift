@@ -264,15 +264,12 @@ import Testing
     /// The trace context (`tp`) each job record under `prefix` carries.
     static func carriedContexts(prefix: String, redis: RedisClient) async throws -> [String?] {
         var contexts: [String?] = []
-        var cursor = "0"
-        repeat {
-            let reply = try await redis.send(["SCAN", cursor, "MATCH", "\(prefix):*job:*", "COUNT", "1000", "TYPE", "hash"])
-            let parts = reply.array ?? []
-            cursor = parts.first?.string ?? "0"
-            for key in parts.dropFirst().first?.array?.compactMap(\.string) ?? [] {
+        try await redis.forEachKeyBatch(matching: "\(prefix):*job:*") { keys in
+            // Records only: a job's event log (a stream) matches the pattern too.
+            for key in keys where try await redis.send(["TYPE", key]).string == "hash" {
                 contexts.append(try await redis.send(["HGET", key, "tp"]).string)
             }
-        } while cursor != "0"
+        }
         return contexts
     }
 
