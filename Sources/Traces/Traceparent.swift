@@ -122,6 +122,29 @@ enum HexText {
         }
     }
 
+    /// A 64-bit id's 16 digits at `offset`, 8 at a time in a register: the loop below, a digit at a time, was 80 ns of
+    /// each traced log line's trace id (perf, 2026-12-07), more than the rest of the ids' cost together.
+    static func write(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        precondition(offset >= 0 && offset + 16 <= buffer.count)
+        let digits = (eight(UInt32(truncatingIfNeeded: value >> 32)), eight(UInt32(truncatingIfNeeded: value)))
+        withUnsafeBytes(of: digits) { digits in
+            UnsafeMutableRawPointer(buffer.baseAddress! + offset).copyMemory(from: digits.baseAddress!, byteCount: 16)
+        }
+    }
+
+    /// `value`'s 8 lowercase hex digits as the bytes of a `UInt64` in memory order, most significant digit first: each
+    /// nibble spread into a byte of its own, then each byte made `0`–`9` or `a`–`f` at once (a byte of 10 or more
+    /// carries into bit 4 when 6 is added, and those get the 39 between `9` + 1 and `a`).
+    private static func eight(_ value: UInt32) -> UInt64 {
+        var spread = UInt64(value)
+        spread = (spread | spread << 16) & 0x0000_FFFF_0000_FFFF
+        spread = (spread | spread << 8) & 0x00FF_00FF_00FF_00FF
+        spread = (spread | spread << 4) & 0x0F0F_0F0F_0F0F_0F0F
+        // Byte i now holds nibble i, the least significant first: reversed, the most significant comes first.
+        let letters = ((spread &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        return (spread &+ 0x3030_3030_3030_3030 &+ letters &* 39).byteSwapped.littleEndian
+    }
+
     /// `value`'s digits, all of them (leading zeros too), at `offset`.
     static func write<Value: FixedWidthInteger & UnsignedInteger>(
         _ value: Value, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int

@@ -1,10 +1,35 @@
 import Testing
-import Traces
+@testable import Traces
 
 /// The sampling decision taken before any span, and the W3C `traceparent` it reads and writes.
 @Suite struct TraceSamplingTests {
     static let sampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     static let unsampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+
+    /// Ids are written 8 digits at a time (`HexText`): every digit, 0–9 and a–f, at every place, in every form ids
+    /// take (a trace id, a span id, a `traceparent`, a log line's bytes), against the standard library's digits.
+    @Test func idsAreWrittenAsLowercaseHexWithEveryDigit() throws {
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        var values: [UInt64] = [0, 1, 9, 10, 15, 16, .max, 0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210, 0x9a9a_9a9a_9a9a_9a9a]
+        values += (0..<16).map { UInt64($0) << 60 | UInt64($0) }
+        var generator = SystemRandomNumberGenerator()
+        values += (0..<2000).map { _ in generator.next() }
+        for (high, low) in zip(values, values.reversed()) {
+            let span = SpanIdentity(traceHigh: high, traceLow: low, spanID: high ^ low, isSampled: true, tracestate: nil, isRemote: false)
+            #expect(span.traceID == hex(high) + hex(low))
+            #expect(span.spanIDText == hex(high ^ low))
+            guard high | low != 0, high ^ low != 0 else { continue }
+            #expect(span.traceparent.text == "00-\(hex(high))\(hex(low))-\(hex(high ^ low))-01")
+            let logged = LoggedTrace(traceHigh: high, traceLow: low, spanID: high ^ low, isSampled: true)
+            var bytes: [UInt8] = Array("x".utf8)
+            logged.appendTraceID(to: &bytes)
+            logged.appendSpanID(to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == "x" + hex(high) + hex(low) + hex(high ^ low))
+        }
+    }
 
     @Test func aTraceparentIsReadAsW3CWritesIt() throws {
         let parent = try #require(Traceparent(Self.sampled))
