@@ -77,6 +77,8 @@ public final class Worker: Service {
     let logger: Logger
     let slots: Slots
     let inFlight = InFlight()
+    /// The consumer spans' names and shared attributes, by shard (only sampled jobs ask).
+    private let consumerSpans = ConsumerSpans()
     let outcomes = Batcher<JobOutcome>()
     /// Jobs that ended here and whose outcomes are not recorded yet, by id: their leases are renewed with the running
     /// jobs', since until the outcome is recorded another worker may take a job whose lease ran out and run it again.
@@ -530,15 +532,7 @@ public final class Worker: Service {
         inFlight.insert(job, deadline: .now + spec.timeout)
         for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
         // The task captures no spec (some 500 bytes per job held): `finish` looks it up again in the immutable catalog.
-        let task: Task<Void, Never>
-        switch TraceSwitch.isOn ? Self.trace(of: job) : nil {
-        case .dropped(let dropped):
-            // A dropped trace has no span, only its context for the calls the job makes: bound around the task's
-            // creation, which copies it, rather than by a frame of its own in every job.
-            task = DroppedTrace.$current.withValue(dropped) { spawn(job, handler: handler, gated: spec.gated) }
-        case .sampled(let parent): task = spawn(job, handler: handler, gated: spec.gated, parent: parent)
-        case nil: task = spawn(job, handler: handler, gated: spec.gated)
-        }
+        let task = spawn(job, handler: handler, gated: spec.gated, trace: TraceSwitch.isOn ? Self.trace(of: job) : nil)
         inFlight.attach(task, to: job)
     }
 
@@ -549,22 +543,31 @@ public final class Worker: Service {
         return TraceSwitch.decide(traceparent: carried?.traceparent, tracestate: carried?.tracestate)
     }
 
-    /// The job's task; `parent`, where the span of its sampled trace starts (nil: no span).
-    private func spawn(
-        _ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, parent: SampledParent? = nil
-    ) -> Task<Void, Never> {
-        guard gated else { return Task { await self.execute(job, handler: handler, parent: parent) } }
+    /// The job's task; `trace`, the sampler's decision for its trace (nil while tracing is off).
+    private func spawn(_ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, trace: TraceDecision?) -> Task<Void, Never> {
+        guard gated else { return Task { await self.execute(job, handler: handler, trace: trace) } }
         // Bound around the task's creation, which copies it: the job's own frames stay as they are.
         return LaneGate.$current.withValue(LaneGate(queue: queue, shard: job.queue, id: job.id)) {
-            Task { await self.execute(job, handler: handler, parent: parent) }
+            Task { await self.execute(job, handler: handler, trace: trace) }
         }
     }
 
     /// The job's task. Only the handler's call is awaited: its frame stays allocated for as long as the job runs
     /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
-    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler, parent: SampledParent?) async {
+    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler, trace: TraceDecision?) async {
         let began = ContinuousClock.now
-        if let parent { return await tracedExecute(job, handler: handler, parent: parent, began: began) }
+        switch trace {
+        case .sampled(let parent): return await tracedExecute(job, handler: handler, parent: parent, began: began)
+        case .dropped(let dropped):
+            // A dropped trace has no span, only its context for the lines the job writes and the calls it makes:
+            // bound inside the job's task. Bound around the task's creation, which copies every task-local into the
+            // new task, it cost a task 0.5–0.8 µs more, twice what it costs bound here (ops/bench/task-locals.sh,
+            // 2026-12-07); bound here, with the ids' hex 8 digits at a time, a dropped trace costs a no-op job 3.3%,
+            // not 7.2% (tracing-side-worker.sh).
+            // The frame this keeps with every job held is there only while tracing is on.
+            return await DroppedTrace.$current.withValue(dropped) { await untracedExecute(job, handler: handler, began: began) }
+        case nil: break
+        }
         // Inline, not `untracedExecute`: a second async frame would be kept with every job held.
         let result: Result<String?, any Error>
         do {
@@ -575,7 +578,7 @@ public final class Worker: Service {
         finish(job, result: result, began: began)
     }
 
-    /// `execute`'s body, for a traced process's job that makes no span of its own.
+    /// `execute`'s body, for a traced process's job that makes no span of its own (in a trace the sampler dropped).
     private func untracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
         let result: Result<String?, any Error>
         do {
@@ -591,11 +594,13 @@ public final class Worker: Service {
     private func tracedExecute(
         _ job: ReservedJob, handler: JobRegistry.Handler, parent: SampledParent, began: ContinuousClock.Instant
     ) async {
-        let queueName = QueueShards.queue(ofShard: job.queue)
-        await TraceSwitch.withSpan("process \(queueName)", parent: parent, ofKind: .consumer) { span in
+        let shard = consumerSpans[job.queue]
+        await TraceSwitch.withSpan(shard.name, parent: parent, ofKind: .consumer) { span in
             guard span.isRecording else { return await untracedExecute(job, handler: handler, began: began) }
-            var fields = MessagingSpan.fields(queue: queueName, operation: "process", job: job.id, kind: job.kind, capacity: 11)
-            fields.append("messaging.consumer.group.name", .string(QueueKeys.group))
+            var fields = SpanFields(capacity: 11)
+            fields.append(contentsOf: shard.fields)
+            fields.append("messaging.message.id", .string(job.id.rawValue))
+            fields.append("carbscan.job.kind", .string(job.kind))
             fields.append("carbscan.job.attempt", .int(Int64(job.attempt)))
             fields.append("carbscan.job.max_attempts", .int(Int64(job.maxAttempts)))
             fields.append("carbscan.job.since_enqueue_ms", .int(Int64(Date().timeIntervalSince(job.enqueuedAt) * 1000)))

@@ -57,6 +57,14 @@ public struct SpanFields: Sendable {
         writer.message(Self.field) { $0.keyValue(key, value) }
     }
 
+    /// Adds each of `fields`, none of which is set yet, as they were written (a copy of their bytes).
+    public mutating func append(contentsOf fields: SpanFields) {
+        #if DEBUG
+            assert(fields.entries.allSatisfy { self[$0.key] == nil }, "a key of \(fields.entries.map(\.key)) is set already")
+        #endif
+        writer.append(encoded: fields.writer.bytes)
+    }
+
     /// Sets `key` to `value`, replacing its value if it is set.
     public mutating func set(_ key: String, _ value: Value) {
         if let range = Self.entries(in: writer.bytes).first(where: { $0.key == key })?.range { writer.remove(range) }
