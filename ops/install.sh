@@ -11,19 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # python3-venv: the Python tools' virtual environment (.local/venv); Debian's python3 has no venv module without it.
 packages=(redis-server postgresql-15 pgbouncer libhiredis-dev libpq-dev libcurl4-openssl-dev libsodium-dev libcrypt-dev pkg-config procps curl openssl prometheus tmux python3-venv)
 
-missing=()
-for package in "${packages[@]}"; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
-    [[ $status == installed ]] || missing+=("$package")
-done
-
-if ((${#missing[@]})); then
-    echo "install.sh: installing ${missing[*]}"
-    sudo=()
-    [[ $(id -u) == 0 ]] || sudo=(sudo)
-    "${sudo[@]}" apt-get update -q
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+apt_install_missing install.sh "${packages[@]}"
 
 # The browser test (ops/dashboard/run.sh): headless Chromium and its driver from Debian.
 browser=()

@@ -72,6 +72,22 @@ pg_private_dir() {
     readlink -f "$link"
 }
 
+# apt_install_missing WHO PACKAGE…: installs those of the Debian packages that are missing (as root, or through sudo),
+# saying so as WHO.
+apt_install_missing() {
+    local who=$1 package status missing=() sudo=()
+    shift
+    for package in "$@"; do
+        status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
+        [[ $status == installed ]] || missing+=("$package")
+    done
+    ((${#missing[@]})) || return 0
+    echo "$who: installing ${missing[*]}" >&2
+    [[ $(id -u) == 0 ]] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -q >&2
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+}
+
 # release_build PRODUCT…: builds each product in release (swift build takes one --product at a time) and sets
 # `bin_dir` to the folder of the binaries. Its output goes to stderr, so a script's stdout stays its results.
 release_build() {

@@ -30,6 +30,8 @@ done
 
 # shellcheck source=ops/prelude.sh
 source ops/prelude.sh
+# The load generator, a benchmark's own need (ops/install.sh installs what the tests need).
+apt_install_missing "$(basename "$0")" wrk
 if ! command -v wrk >/dev/null; then
     sudo=()
     [[ $(id -u) == 0 ]] || sudo=(sudo)

@@ -36,6 +36,8 @@ while (($#)); do
 done
 # shellcheck source=ops/prelude.sh
 source ops/prelude.sh
+# The load generator, a benchmark's own need (ops/install.sh installs what the tests need).
+apt_install_missing "$(basename "$0")" wrk
 pids=()
 cleanup() {
     ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
