@@ -29,8 +29,9 @@ enum MessagingSpan {
 }
 
 /// A worker's consumer spans, named and described once per shard: `process <queue>` and the attributes every job of
-/// it shares, written as OTLP bytes that each sampled job's span copies whole. Written anew for every job, the name and
-/// those five attributes were a sixth of what a recorded consumer span cost (perf, 2026-12-07).
+/// it shares, written as OTLP bytes that each sampled job's span copies whole. Its attributes, written one by one, were
+/// 1.4 µs of the 9.7 µs a recorded span added to a no-op job (perf, 2026-12-07), and five of its eleven are the same
+/// for every job of a shard.
 final class ConsumerSpans: Sendable {
     struct Shard: Sendable {
         let name: String

@@ -561,7 +561,7 @@ public final class Worker: Service {
         case .dropped(let dropped):
             // A dropped trace has no span, only its context for the lines the job writes and the calls it makes:
             // bound inside the job's task. Bound around the task's creation, which copies every task-local into the
-            // new task, it cost a task 0.5–0.8 µs more, twice what it costs bound here (ops/bench/task-locals.sh,
+            // new task, it cost a task 0.5–0.6 µs more, about twice what it costs bound here (ops/bench/task-locals.sh,
             // 2026-12-07); bound here, with the ids' hex 8 digits at a time, a dropped trace costs a no-op job 3.3%,
             // not 7.2% (tracing-side-worker.sh).
             // The frame this keeps with every job held is there only while tracing is on.
