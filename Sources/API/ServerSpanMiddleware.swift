@@ -28,7 +28,7 @@ struct ServerSpanMiddleware: RouterMiddleware {
             tracestate: request.headers.value(TraceHeaders.tracestate).map { $0[...] })
         {
         case .dropped(let dropped):
-            return try await DroppedTrace.$current.withValue(dropped) { try await next(request, context) }
+            return try await CurrentTrace.$current.withValue(.dropped(dropped)) { try await next(request, context) }
         case .sampled(let sampled): parent = sampled
         case nil: return try await next(request, context)
         }
@@ -37,7 +37,7 @@ struct ServerSpanMiddleware: RouterMiddleware {
         // Described here and handed to the span once, as it ends: each attribute set on a span takes its lock.
         var fields = describe(request, context: context)
         do {
-            let response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
+            let response = try await TraceSwitch.current(span) { try await next(request, context) }
             finish(span, method: method, context: context, status: Int(response.status.code), into: &fields)
             guard let length = response.body.contentLength else {
                 // A stream (server-sent events): the span ends after its last byte.

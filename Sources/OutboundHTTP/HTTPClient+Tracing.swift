@@ -22,17 +22,16 @@ struct ClientSpan: Sendable {
         }
         fields.append("carbscan.http.provider", .string(request.provider))
         span.set(fields)
-        Self.inject(span.context, into: &request)
+        Self.inject(TraceCarrier.propagated(span.identity), into: &request)
     }
 
     /// Sends the current context along without a span of its own (a trace the sampler dropped).
     static func propagate(into request: inout HTTPRequest) {
-        inject(InstrumentationContext.current, into: &request)
+        inject(TraceCarrier.currentFields, into: &request)
     }
 
-    /// Adds `context`'s propagation headers to the request, replacing any of the same name.
-    private static func inject(_ context: InstrumentationContext?, into request: inout HTTPRequest) {
-        let fields = TraceCarrier.propagated(context)
+    /// Adds the propagation headers to the request, replacing any of the same name.
+    private static func inject(_ fields: [String: String], into request: inout HTTPRequest) {
         if !fields.isEmpty {
             request.headers.removeAll { header in fields.keys.contains(header.name.lowercased()) }
             request.headers += fields.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }

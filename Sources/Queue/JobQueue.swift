@@ -168,11 +168,11 @@ public final class JobQueue: Sendable {
         if TraceSwitch.isOn {
             // Inside a trace the sampler dropped (where no span is current), the job only carries its context (its run
             // is dropped too): the first question, one task-local read, asked of 9 requests in 10 at 10% sampling.
-            if let dropped = DroppedTrace.current {
+            if let dropped = CurrentTrace.dropped {
                 return try await enqueueOne(
                     kind, payload: payload, options: options, id: options.id ?? .random(), trace: dropped.travelling)
             }
-            let inTrace = InstrumentationContext.current != nil
+            let inTrace = TraceCarrier.inTrace
             // In a context whose span is not sampled, the same.
             if inTrace, !TraceSwitch.inSampledTrace {
                 return try await enqueueOne(

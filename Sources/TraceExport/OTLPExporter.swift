@@ -65,7 +65,7 @@ public final class OTLPExporter: Service, Sendable {
 
     public func run() async {
         // Its own requests are no part of any trace.
-        await DroppedTrace.$current.withValue(nil) { await exportUntilShutdown() }
+        await CurrentTrace.$current.withValue(nil) { await exportUntilShutdown() }
     }
 
     private func exportUntilShutdown() async {
@@ -116,7 +116,7 @@ public final class OTLPExporter: Service, Sendable {
     }
 
     /// Sends one batch, retrying what the specification calls retryable until `deadline`.
-    func export(_ spans: [FinishedSpan], deadline: ContinuousClock.Instant) async {
+    func export(_ spans: EncodedSpans, deadline: ContinuousClock.Instant) async {
         let body = HTTPRequestBody(request.encode(spans))
         let post = HTTPRequest(
             method: .post, url: options.endpoint, headers: options.headers + [("Content-Type", "application/x-protobuf")], sharing: body,

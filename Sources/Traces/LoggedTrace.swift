@@ -14,11 +14,16 @@ public struct LoggedTrace: Sendable, Equatable {
     /// (no span of this process).
     public static var current: LoggedTrace? {
         guard TraceSwitch.isOn else { return nil }
-        if let dropped = DroppedTrace.current {
+        let span: SpanIdentity
+        switch CurrentTrace.current {
+        case .dropped(let dropped):
             let parent = dropped.traceparent
             return LoggedTrace(traceHigh: parent.traceIDHigh, traceLow: parent.traceIDLow, spanID: nil, isSampled: false)
+        case .span(let recorded): span = recorded.identity
+        case nil:
+            guard let bound = InstrumentationContext.current?.spanIdentity, !bound.isRemote else { return nil }
+            span = bound
         }
-        guard let span = InstrumentationContext.current?.spanIdentity, !span.isRemote else { return nil }
         return LoggedTrace(traceHigh: span.traceHigh, traceLow: span.traceLow, spanID: span.spanID, isSampled: span.isSampled)
     }
 

@@ -6,23 +6,26 @@ public enum TraceCarrier {
     public static func current() -> String? {
         // Off, or on with `OTEL_PROPAGATORS=none`: nothing travels, a dropped trace's context neither.
         guard TraceSwitch.isPropagating else { return nil }
-        if let dropped = DroppedTrace.current { return dropped.carried }
-        guard let span = InstrumentationContext.current?.spanIdentity else { return nil }
+        if let dropped = CurrentTrace.dropped { return dropped.carried }
+        guard let span = CurrentTrace.spanIdentity else { return nil }
         return span.traceparent.carried(tracestate: span.tracestate)
     }
 
-    /// What W3C Trace Context sends for `context`, by name (`traceparent`, `tracestate`): a job's record's text, an
-    /// outbound request's headers. A context without a span, in a trace the sampler dropped, sends that trace's.
-    public static func propagated(_ context: InstrumentationContext?) -> [String: String] {
+    /// What W3C Trace Context sends for the span `span` identifies, by name (`traceparent`, `tracestate`): a job's
+    /// record's text, an outbound request's headers. Without a span, in a trace the sampler dropped, that trace's.
+    public static func propagated(_ span: SpanIdentity?) -> [String: String] {
         // `OTEL_PROPAGATORS=none`: nothing is sent, a dropped trace's context neither.
         guard !TraceSwitch.withholdsContext else { return [:] }
-        guard let span = context?.spanIdentity else { return DroppedTrace.current?.fields ?? [:] }
+        guard let span else { return CurrentTrace.dropped?.fields ?? [:] }
         guard TraceSwitch.isPropagating else { return [:] }
         return span.traceparent.fields(tracestate: span.tracestate)
     }
 
     /// Whether the running task is in a trace: a span's context is current, or a trace the sampler dropped.
-    public static var inTrace: Bool { InstrumentationContext.current != nil || DroppedTrace.current != nil }
+    public static var inTrace: Bool { CurrentTrace.current != nil || InstrumentationContext.current != nil }
+
+    /// The propagation headers for the running task's trace: its span's, or a dropped trace's.
+    public static var currentFields: [String: String] { propagated(CurrentTrace.spanIdentity) }
 
     /// The context that `text` carries (a context with nothing in it for nil or text that holds no valid
     /// `traceparent`).

@@ -100,14 +100,6 @@ public struct DroppedTrace: Sendable, Equatable {
     public var travelling: String? { TraceSwitch.isPropagating ? carried : nil }
 }
 
-extension DroppedTrace {
-    /// The trace the sampler dropped that the running task belongs to (a request's, a job's), bound where the
-    /// decision is taken. A task-local of its own, not a value of an `InstrumentationContext`: a context holding one
-    /// value still allocates its storage and boxes the value, which was 3.4% of a worker's CPU on no-op jobs at 10%
-    /// sampling (perf, 2026-11-28). Where it is bound no span is current, so nothing else needs to choose between them.
-    @TaskLocal public static var current: DroppedTrace?
-}
-
 /// Ids for traces started here and dropped: splitmix64 over a counter from a random start, without a lock or a
 /// system call (no two alike in a process; what W3C asks of a trace id's randomness, its last 7 bytes random-looking).
 enum RandomIDs {

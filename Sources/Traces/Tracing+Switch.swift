@@ -36,8 +36,12 @@ public enum TraceSwitch {
     /// a dropped trace would cost its ids, its context and its attributes for nothing. Unsampled, the context still
     /// travels (`traceparent`).
     public static var inSampledTrace: Bool {
-        guard isOn, let context = InstrumentationContext.current else { return false }
-        return context.spanIdentity?.isSampled == true
+        guard isOn else { return false }
+        switch CurrentTrace.current {
+        case .span: return true
+        case .dropped: return false
+        case nil: return InstrumentationContext.current?.spanIdentity?.isSampled == true
+        }
     }
 
     /// Whether a statement or a script run now gets a span: inside a sampled trace, in a process that asked for them
@@ -68,7 +72,10 @@ public enum TraceSwitch {
         _ name: String, context: InstrumentationContext? = nil, ofKind kind: SpanKind,
         at instant: DefaultTracerClock.Instant = DefaultTracerClock.now
     ) -> RecorderSpan {
-        recorder.startSpan(name, context: context ?? .current ?? .topLevel, ofKind: kind, at: instant)
+        if context == nil, case .span(let parent)? = CurrentTrace.current {
+            return recorder.startSpan(name, under: parent, ofKind: kind, at: instant.nanosecondsSinceEpoch)
+        }
+        return recorder.startSpan(name, context: context ?? .current ?? .topLevel, ofKind: kind, at: instant)
     }
 
     /// The first span of a sampled trace in this process (a request's, a job's), under the parent the sampler decided
@@ -100,11 +107,27 @@ public enum TraceSwitch {
     ) async rethrows -> T {
         defer { span.end() }
         do {
-            return try await InstrumentationContext.$current.withValue(
-                span.context, operation: { try await body(span) }, isolation: isolation)
+            return try await current(span, isolation: isolation) { try await body(span) }
         } catch {
             span.recordError(error)
             throw error
+        }
+    }
+
+    /// `body` with `span` current: a recorded span as ``CurrentTrace``, an unrecorded one's context (its parent's) as
+    /// `InstrumentationContext`'s, with no trace of this process's over it.
+    @inlinable
+    public static func current<T>(
+        _ span: RecorderSpan, isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        switch span {
+        case .recorded(let recorded):
+            return try await CurrentTrace.$current.withValue(.span(recorded), operation: body, isolation: isolation)
+        case .unrecorded(let context):
+            return try await CurrentTrace.$current.withValue(
+                nil,
+                operation: { try await InstrumentationContext.$current.withValue(context, operation: body, isolation: isolation) },
+                isolation: isolation)
         }
     }
 }

@@ -35,4 +35,24 @@ struct SpanFieldsTests {
         more.set(fields)
         #expect(more.entries.map(\.key) == ["d", "c", "b", "a"] && more["c"] == .int(3))
     }
+
+    /// A short attribute, put together on the stack, is the same bytes as one written part by part; past a length
+    /// byte's reach, or of another type, it is not taken that way and nothing is written.
+    @Test func aShortAttributeIsWrittenAsTheLongWayWritesIt() {
+        let values: [SpanFields.Value] = [
+            "", "héllo ✓", .string(String(repeating: "v", count: 100)), 0, 1, 127, 128, -1, .int(.max), .int(.min), true, false,
+        ]
+        for key in ["k", "messaging.message.id", String(repeating: "k", count: 110)] {
+            for value in values {
+                var short = ProtobufWriter()
+                var long = ProtobufWriter()
+                let taken = short.shortKeyValue(9, key, value)
+                long.message(9) { $0.keyValue(key, value) }
+                #expect(taken == (long.bytes.count <= 2 + 0x7f), "\(key.count) \(value)")
+                if taken { #expect(short.bytes == long.bytes, "\(key.count) \(value)") } else { #expect(short.bytes.isEmpty) }
+            }
+        }
+        var other = ProtobufWriter()
+        #expect(!other.shortKeyValue(9, "ratio", .double(0.25)) && !other.shortKeyValue(16, "k", "v") && other.bytes.isEmpty)
+    }
 }

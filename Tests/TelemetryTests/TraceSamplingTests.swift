@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Traces
 
 /// The sampling decision taken before any span, and the W3C `traceparent` it reads and writes.
@@ -119,10 +120,10 @@ import Testing
     @Test func aDroppedTracesTaskCarriesOnlyItsTraceparent() throws {
         let trace = try #require(TraceSampling(followsParent: true, ratio: 0).dropped(parent: nil))
         #expect(!TraceCarrier.inTrace)
-        DroppedTrace.$current.withValue(trace) {
+        CurrentTrace.$current.withValue(.dropped(trace)) {
             #expect(TraceCarrier.inTrace)
             #expect(TraceCarrier.propagated(nil) == ["traceparent": trace.traceparent.text])
-            #expect(TraceCarrier.propagated(.topLevel) == ["traceparent": trace.traceparent.text])
+            #expect(TraceCarrier.currentFields == ["traceparent": trace.traceparent.text])
             #expect(!TraceSwitch.inSampledTrace)
         }
         #expect(TraceCarrier.propagated(nil).isEmpty)

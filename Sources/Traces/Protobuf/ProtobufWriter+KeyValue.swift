@@ -15,6 +15,59 @@ extension ProtobufWriter {
         }
     }
 
+    /// A `KeyValue` message in `field` (under 16) whose lengths all fit a byte (a string, an integer or a flag, key and
+    /// value under 120 bytes together): put together on the stack and appended at once. False, and nothing written,
+    /// for any other. Written with ``message(_:_:)``, the appends of its eight parts, their length kept and patched,
+    /// were 0.6 µs of a worker's consumer span's 6 attributes (perf, 2026-12-07).
+    package mutating func shortKeyValue(_ field: UInt64, _ key: String, _ value: SpanFields.Value) -> Bool {
+        guard field < 16 else { return false }
+        return key.utf8.withContiguousStorageIfAvailable { key -> Bool in
+            switch value {
+            case .string(let text):
+                return text.utf8.withContiguousStorageIfAvailable { text in
+                    shortKeyValue(field, key, valueLength: 2 + text.count) { value in
+                        value[0] = 0x0a  // AnyValue.string_value
+                        value[1] = UInt8(text.count)
+                        UnsafeMutableRawBufferPointer(rebasing: value[2...]).copyMemory(from: UnsafeRawBufferPointer(text))
+                    }
+                } ?? false
+            case .int(let number):
+                return Self.withVarint(UInt64(bitPattern: number)) { varint in
+                    shortKeyValue(field, key, valueLength: 1 + varint.count) { value in
+                        value[0] = 0x18  // AnyValue.int_value
+                        UnsafeMutableRawBufferPointer(rebasing: value[1...]).copyMemory(from: varint)
+                    }
+                }
+            case .bool(let flag):
+                return shortKeyValue(field, key, valueLength: 2) { value in
+                    value[0] = 0x10  // AnyValue.bool_value
+                    value[1] = flag ? 1 : 0
+                }
+            case .double, .other: return false
+            }
+        } ?? false
+    }
+
+    /// The `KeyValue` of `key` and an `AnyValue` of `valueLength` bytes, which `value` writes.
+    private mutating func shortKeyValue(
+        _ field: UInt64, _ key: UnsafeBufferPointer<UInt8>, valueLength: Int, _ value: (UnsafeMutableRawBufferPointer) -> Void
+    ) -> Bool {
+        let length = 2 + key.count + 2 + valueLength
+        guard length < 0x80 else { return false }
+        withUnsafeTemporaryAllocation(byteCount: 2 + length, alignment: 1) { entry in
+            entry[0] = UInt8(field << 3 | 2)
+            entry[1] = UInt8(length)
+            entry[2] = 0x0a  // KeyValue.key
+            entry[3] = UInt8(key.count)
+            UnsafeMutableRawBufferPointer(rebasing: entry[4...]).copyMemory(from: UnsafeRawBufferPointer(key))
+            entry[4 + key.count] = 0x12  // KeyValue.value
+            entry[5 + key.count] = UInt8(valueLength)
+            value(UnsafeMutableRawBufferPointer(rebasing: entry[(6 + key.count)...]))
+            append(raw: UnsafeRawBufferPointer(entry))
+        }
+        return true
+    }
+
     /// A `KeyValue` message's fields.
     package mutating func keyValue(_ key: String, _ value: SpanAttribute) {
         string(1, key)

@@ -27,10 +27,10 @@ package struct ProtobufWriter {
     }
 
     /// `value` as a varint, in a buffer on the stack: 7 bits a byte, low bits first, the high bit set on all but the last.
-    private static func withVarint(_ value: UInt64, _ body: (UnsafeRawBufferPointer) -> Void) {
+    static func withVarint<Result>(_ value: UInt64, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         var value = value
         var buffer: (UInt64, UInt64) = (0, 0)  // 16 bytes: a varint takes at most 10
-        withUnsafeMutableBytes(of: &buffer) { buffer in
+        return withUnsafeMutableBytes(of: &buffer) { buffer in
             var count = 0
             while value >= 0x80 {
                 buffer[count] = UInt8(truncatingIfNeeded: value) | 0x80
@@ -38,7 +38,7 @@ package struct ProtobufWriter {
                 count += 1
             }
             buffer[count] = UInt8(value)
-            body(UnsafeRawBufferPointer(rebasing: buffer[...count]))
+            return body(UnsafeRawBufferPointer(rebasing: buffer[...count]))
         }
     }
 
@@ -89,7 +89,12 @@ package struct ProtobufWriter {
     }
 
     /// Bytes already encoded (a span's attributes, each a field with its tag), as they are.
+    /// Bytes put together elsewhere (an attribute on the stack), as they are.
+    mutating func append(raw: UnsafeRawBufferPointer) { bytes.append(contentsOf: raw) }
+
     package mutating func append(encoded: [UInt8]) { bytes.append(contentsOf: encoded) }
+
+    package mutating func append(encoded: ArraySlice<UInt8>) { bytes.append(contentsOf: encoded) }
 
     /// Takes out what was written at `range` (an attribute set again).
     package mutating func remove(_ range: Range<Int>) { bytes.removeSubrange(range) }
@@ -97,6 +102,33 @@ package struct ProtobufWriter {
     /// A message already written by a writer of its own (a resource, a scope: the same in every export).
     package mutating func message(_ field: UInt64, encoded: [UInt8]) {
         encoded.withUnsafeBufferPointer { bytes(field, $0) }
+    }
+
+    /// The tag and length of a length-delimited field (a message) whose `length` bytes are appended next: for a message
+    /// whose length is known before it is written, where ``message(_:_:)`` would move it to make room for its length.
+    package mutating func header(_ field: UInt64, length: Int) {
+        tag(field, .lengthDelimited)
+        varint(UInt64(length))
+    }
+
+    /// The bytes ``header(_:length:)`` writes.
+    package static func headerSize(_ field: UInt64, length: Int) -> Int {
+        varintSize(field << 3 | WireType.lengthDelimited.rawValue) + varintSize(UInt64(length))
+    }
+
+    private static func varintSize(_ value: UInt64) -> Int { max(1, (64 - value.leadingZeroBitCount + 6) / 7) }
+
+    /// `value` as a length-delimited field of its own: its tag, its length and its bytes.
+    package static func entry(_ field: UInt64, _ value: ArraySlice<UInt8>) -> [UInt8] {
+        var writer = ProtobufWriter(capacity: value.count + 12)
+        value.withUnsafeBufferPointer { writer.bytes(field, $0) }
+        return writer.bytes
+    }
+
+    /// The bytes written so far, handed over; the writer starts again empty, with `capacity` bytes reserved.
+    package mutating func take(reserving capacity: Int) -> [UInt8] {
+        defer { self = ProtobufWriter(capacity: capacity) }
+        return bytes
     }
 
     /// A nested message, written by `body`.

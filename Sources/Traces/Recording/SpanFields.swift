@@ -44,6 +44,12 @@ public struct SpanFields: Sendable {
         writer.keyValues(Self.field, attributes)
     }
 
+    /// Attributes already written as `Span.attributes` entries (read back from a span's bytes).
+    init(encoded: [UInt8]) {
+        writer = ProtobufWriter()
+        writer.append(encoded: encoded)
+    }
+
     /// The attributes as OTLP `Span.attributes` entries, tags included.
     public var encoded: [UInt8] { writer.bytes }
 
@@ -54,6 +60,7 @@ public struct SpanFields: Sendable {
         #if DEBUG
             assert(self[key] == nil, "\(key) is set already")
         #endif
+        if writer.shortKeyValue(Self.field, key, value) { return }
         writer.message(Self.field) { $0.keyValue(key, value) }
     }
 
@@ -68,6 +75,7 @@ public struct SpanFields: Sendable {
     /// Sets `key` to `value`, replacing its value if it is set.
     public mutating func set(_ key: String, _ value: Value) {
         if let range = Self.entries(in: writer.bytes).first(where: { $0.key == key })?.range { writer.remove(range) }
+        if writer.shortKeyValue(Self.field, key, value) { return }
         writer.message(Self.field) { $0.keyValue(key, value) }
     }
 

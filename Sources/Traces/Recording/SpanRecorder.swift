@@ -36,6 +36,11 @@ public struct SpanRecorder: Tracer {
             base.sampledRoot = nil
             return record(operationName, kind: kind, root: root, in: base, at: instant().nanosecondsSinceEpoch)
         }
+        // A caller of the `Tracing` API passes `InstrumentationContext.current`, which a span of this process, bound as
+        // `CurrentTrace`, does not set: its span is that one's child.
+        if case .span(let current)? = CurrentTrace.current {
+            return record(operationName, kind: kind, under: current.identity, in: parent, at: instant().nanosecondsSinceEpoch)
+        }
         return record(operationName, kind: kind, root: Self.newRoot(), in: parent, at: instant().nanosecondsSinceEpoch)
     }
 
@@ -44,6 +49,11 @@ public struct SpanRecorder: Tracer {
     public func startSpan(_ operationName: String, parent: SampledParent, ofKind kind: SpanKind, at start: UInt64) -> RecorderSpan {
         if let remote = parent.remote { return record(operationName, kind: kind, under: remote, in: .topLevel, at: start) }
         return record(operationName, kind: kind, root: parent.root ?? Self.newRoot(), in: .topLevel, at: start)
+    }
+
+    /// A span under `parent`, a span of this process that records (``CurrentTrace``'s), in the context it started in.
+    public func startSpan(_ operationName: String, under parent: RecordedSpan, ofKind kind: SpanKind, at start: UInt64) -> RecorderSpan {
+        record(operationName, kind: kind, under: parent.identity, in: parent.baseContext, at: start)
     }
 
     private static func newRoot() -> SampledRoot {
@@ -75,11 +85,10 @@ public struct SpanRecorder: Tracer {
         _ name: String, kind: SpanKind, identity: SpanIdentity, parentID: UInt64, parentIsRemote: Bool, in base: InstrumentationContext,
         at start: UInt64
     ) -> RecorderSpan {
-        var context = base
-        context.spanIdentity = identity
-        return .recorded(
+        .recorded(
             RecordedSpan(
-                name: name, kind: kind, context: context, parentID: parentID, parentIsRemote: parentIsRemote, start: start, batch: batch))
+                name: name, kind: kind, identity: identity, base: base, parentID: parentID, parentIsRemote: parentIsRemote, start: start,
+                batch: batch))
     }
 
     /// Wakes the exporter to send what has ended.
@@ -88,7 +97,7 @@ public struct SpanRecorder: Tracer {
     /// W3C Trace Context, for callers of the `Instrument` API (the code here uses `TraceCarrier`).
     public func inject<Carrier, Inject: Injector>(_ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject)
     where Inject.Carrier == Carrier {
-        for (name, value) in TraceCarrier.propagated(context) { injector.inject(value, forKey: name, into: &carrier) }
+        for (name, value) in TraceCarrier.propagated(context.spanIdentity) { injector.inject(value, forKey: name, into: &carrier) }
     }
 
     public func extract<Carrier, Extract: Extractor>(
@@ -112,6 +121,14 @@ public enum RecorderSpan: Span {
         switch self {
         case .recorded(let span): span.context
         case .unrecorded(let context): context
+        }
+    }
+
+    /// Its identity: a recorded span's own, an unrecorded one's parent's (nil for a context without one).
+    public var identity: SpanIdentity? {
+        switch self {
+        case .recorded(let span): span.identity
+        case .unrecorded(let context): context.spanIdentity
         }
     }
 
