@@ -36,12 +36,7 @@ public enum TraceSwitch {
     /// a dropped trace would cost its ids, its context and its attributes for nothing. Unsampled, the context still
     /// travels (`traceparent`).
     public static var inSampledTrace: Bool {
-        guard isOn else { return false }
-        switch CurrentTrace.current {
-        case .span: return true
-        case .dropped: return false
-        case nil: return InstrumentationContext.current?.spanIdentity?.isSampled == true
-        }
+        isOn && CurrentTrace.spanIdentity?.isSampled == true
     }
 
     /// Whether a statement or a script run now gets a span: inside a sampled trace, in a process that asked for them

@@ -55,7 +55,7 @@ public struct FinishedSpan: Sendable {
             case (3, .bytes(let text)): tracestate = String(decoding: text, as: UTF8.self)
             case (4, .bytes(let id)) where id.count == 8: parentID = Self.number(id)
             case (5, .bytes(let text)): name = String(decoding: text, as: UTF8.self)
-            case (6, .number(let number)) where (1...5).contains(number): kind = SpanMessage.kinds[Int(number) - 1]
+            case (6, .number(let number)): kind = SpanMessage.kinds.first { SpanMessage.kind($0) == number } ?? kind
             case (7, .number(let time)): start = time
             case (8, .number(let time)): end = time
             case (9, .bytes(let keyValue)): attributes += ProtobufWriter.entry(9, keyValue)

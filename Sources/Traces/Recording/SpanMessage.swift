@@ -48,9 +48,10 @@ enum SpanMessage {
         (sampled ? 1 : 0) | 0x100 | (remote ? 0x200 : 0)
     }
 
+    /// Every kind, for a number read back (``kind(_:)`` says which is which).
     static let kinds: [SpanKind] = [.internal, .server, .client, .producer, .consumer]
 
-    /// `Span.SpanKind`'s number: the kinds' order above, from 1 (0 is unspecified).
+    /// `Span.SpanKind`'s number (0 is unspecified).
     static func kind(_ kind: SpanKind) -> UInt64 {
         switch kind {
         case .internal: 1
