@@ -94,6 +94,8 @@ public final class Worker: Service {
     /// Served queues an operator paused (`carbscan queues pause`): no job of theirs is fetched.
     private let paused = Mutex<Set<String>>([])
     private let fetchConnections = Mutex<FetchConnections?>(nil)
+    /// Whether the fetch loops run (a stop unblocks their reads until they returned).
+    private let fetching = Atomic<Bool>(false)
     /// Who may read now (`fetchAlongside`).
     private let turns = Mutex(FetchTurns())
     /// The most jobs one read takes.
@@ -184,6 +186,7 @@ public final class Worker: Service {
                     group.addTask { await self.maintain("shard sync", every: .seconds(5)) { try await self.followShards() } }
                 }
             }
+            self.fetching.store(true, ordering: .sequentiallyConsistent)
             if self.options.concurrency > Self.readSize {
                 await withDiscardingTaskGroup { group in
                     group.addTask { await self.fetch(using: connections) }
@@ -192,6 +195,7 @@ public final class Worker: Service {
             } else {
                 await self.fetch(using: connections)
             }
+            self.fetching.store(false, ordering: .sequentiallyConsistent)
             await self.drain()
             // Leases are renewed until the last outcome is recorded.
             self.outcomes.close()
@@ -203,8 +207,7 @@ public final class Worker: Service {
             try? await self.globalLimits.renew()
             await self.queue.unregister(consumer: self.options.consumer, queues: self.shardNames)
         } onGracefulShutdown: {
-            self.stop()
-            Task { await connections.unblock() }
+            self.requestStop()
         }
         logger.info("worker stopped", metadata: ["consumer": "\(options.consumer)"])
     }
@@ -212,7 +215,7 @@ public final class Worker: Service {
     /// Stops fetching; in-flight jobs finish within the grace period.
     public func stop() {
         stoppedAt.withLock { $0 = $0 ?? .now }
-        stopping.store(true, ordering: .releasing)
+        stopping.store(true, ordering: .sequentiallyConsistent)
         slots.wake()
         // A stopping worker hands the upkeep over at once rather than when its lease runs out.
         upkeepTask.withLock { $0?.cancel() }
@@ -222,7 +225,15 @@ public final class Worker: Service {
     /// running jobs finished or were handed back.
     public func requestStop() {
         stop()
-        unblockFetch()
+        guard let connections = fetchConnections.withLock({ $0 }) else { return }
+        // A read sent but not yet blocked on its server misses an unblock, and waits out its block (30 s on a cluster
+        // worker in CI, 2026-12-07): the reads are unblocked again every 5 ms until the fetch loops returned.
+        Task {
+            repeat {
+                await connections.unblock()
+                try? await Task.sleep(for: .milliseconds(5))
+            } while fetching.load(ordering: .sequentiallyConsistent)
+        }
     }
 
     /// Takes no new job from now on; running jobs finish. The process stays up (and registered, as `quiet`) until
@@ -283,7 +294,7 @@ public final class Worker: Service {
         if isStopping { task.cancel() }
     }
 
-    var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    var isStopping: Bool { stopping.load(ordering: .sequentiallyConsistent) }
 
     /// Jobs running in this process now.
     public var busy: Int { inFlight.count }

@@ -114,6 +114,26 @@ import Testing
         #expect(ContinuousClock.now - stopping < .seconds(15))
     }
 
+    /// A stop that comes while the reads are being sent still ends them all. The stop's one unblock missed a read not
+    /// yet blocked on its node (still connecting, on a worker's first round), which then waited out its 30 s block: CI
+    /// of 2026-12-07, and here 4 of these 60 workers, those stopped 5–7 ms after their start. The unblock is now sent
+    /// again until the fetch returned. Workers stopped at every 0.5 ms of their first 30.
+    @Test func aStopEndsEveryReadWhenItComes() async throws {
+        let queues = try await Self.queuesOnThreeMasters()
+        let env = try TestEnvironment(kinds: Self.kinds(queues), redisURL: TestServices.clusterURL)
+        defer { Task { await env.cleanUp() } }
+        var slow: [Int: Duration] = [:]
+        for n in 0..<60 {
+            let (worker, task) = Self.worker(env, queues: queues, concurrency: 1, blockTimeout: .seconds(30))
+            try await Task.sleep(for: .microseconds(500 * n))
+            let stopping = ContinuousClock.now
+            worker.requestStop()
+            try await task.value
+            if ContinuousClock.now - stopping > .seconds(10) { slow[n * 500] = ContinuousClock.now - stopping }
+        }
+        #expect(slow.isEmpty, "stopped at µs after the start, and how long the stop took: \(slow)")
+    }
+
     /// Many jobs over the three queues at once, with a worker whose concurrency is smaller than the work: every job
     /// runs once, and what a read delivered past the free slots goes back to its stream.
     @Test func everyJobOfEveryQueueRunsOnce() async throws {
