@@ -28,7 +28,7 @@ struct ServerSpanMiddleware: RouterMiddleware {
             tracestate: request.headers.value(TraceHeaders.tracestate).map { $0[...] })
         {
         case .dropped(let dropped):
-            return try await CurrentTrace.$current.withValue(.dropped(dropped)) { try await next(request, context) }
+            return try await CurrentTrace.local.withValue(.dropped(dropped)) { try await next(request, context) }
         case .sampled(let sampled): parent = sampled
         case nil: return try await next(request, context)
         }

@@ -543,7 +543,7 @@ public final class Worker: Service {
         inFlight.insert(job, deadline: .now + spec.timeout)
         for observer in options.observers { observer.jobStarted(kind: job.kind, queue: QueueShards.queue(ofShard: job.queue)) }
         // The task captures no spec (some 500 bytes per job held): `finish` looks it up again in the immutable catalog.
-        let task = spawn(job, handler: handler, gated: spec.gated, trace: TraceSwitch.isOn ? Self.trace(of: job) : nil)
+        let task = spawn(job, handler: handler, gated: spec.gated)
         inFlight.attach(task, to: job)
     }
 
@@ -554,20 +554,23 @@ public final class Worker: Service {
         return TraceSwitch.decide(traceparent: carried?.traceparent, tracestate: carried?.tracestate)
     }
 
-    /// The job's task; `trace`, the sampler's decision for its trace (nil while tracing is off).
-    private func spawn(_ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool, trace: TraceDecision?) -> Task<Void, Never> {
-        guard gated else { return Task { await self.execute(job, handler: handler, trace: trace) } }
+    /// The job's task.
+    private func spawn(_ job: ReservedJob, handler: JobRegistry.Handler, gated: Bool) -> Task<Void, Never> {
+        guard gated else { return Task { await self.execute(job, handler: handler) } }
         // Bound around the task's creation, which copies it: the job's own frames stay as they are.
         return LaneGate.$current.withValue(LaneGate(queue: queue, shard: job.queue, id: job.id)) {
-            Task { await self.execute(job, handler: handler, trace: trace) }
+            Task { await self.execute(job, handler: handler) }
         }
     }
 
     /// The job's task. Only the handler's call is awaited: its frame stays allocated for as long as the job runs
     /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
-    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler, trace: TraceDecision?) async {
+    private func execute(_ job: ReservedJob, handler: JobRegistry.Handler) async {
         let began = ContinuousClock.now
-        switch trace {
+        // Decided here, in the job's task, not before the task is made: the decision captured by the task's closure
+        // was copied twice more on its way in (perf, 2026-12-08). Consumed: matched as it was, it was copied again.
+        let decision = TraceSwitch.isOn ? Self.trace(of: job) : nil
+        switch consume decision {
         case .sampled(let parent): return await tracedExecute(job, handler: handler, parent: parent, began: began)
         case .dropped(let dropped):
             // A dropped trace has no span, only its context for the lines the job writes and the calls it makes:
@@ -576,28 +579,23 @@ public final class Worker: Service {
             // 2026-12-07); bound here, with the ids' hex 8 digits at a time, a dropped trace costs a no-op job 3.3%,
             // not 7.2% (tracing-side-worker.sh).
             // The frame this keeps with every job held is there only while tracing is on.
-            return await CurrentTrace.$current.withValue(.dropped(dropped)) { await untracedExecute(job, handler: handler, began: began) }
+            return await CurrentTrace.local.withValue(.dropped(dropped)) {
+                finish(job, result: await outcome(of: job, handler: handler), began: began)
+            }
         case nil: break
         }
-        // Inline, not `untracedExecute`: a second async frame would be kept with every job held.
-        let result: Result<String?, any Error>
-        do {
-            result = .success(try await handler(job.payload, context(of: job)))
-        } catch {
-            result = .failure(error)
-        }
-        finish(job, result: result, began: began)
+        finish(job, result: await outcome(of: job, handler: handler), began: began)
     }
 
-    /// `execute`'s body, for a traced process's job that makes no span of its own (in a trace the sampler dropped).
-    private func untracedExecute(_ job: ReservedJob, handler: JobRegistry.Handler, began: ContinuousClock.Instant) async {
-        let result: Result<String?, any Error>
+    /// The handler's run. Always inlined: a function of its own would be a second async frame kept with every job
+    /// held.
+    @inline(__always)
+    private func outcome(of job: ReservedJob, handler: JobRegistry.Handler) async -> Result<String?, any Error> {
         do {
-            result = .success(try await handler(job.payload, context(of: job)))
+            return .success(try await handler(job.payload, context(of: job)))
         } catch {
-            result = .failure(error)
+            return .failure(error)
         }
-        finish(job, result: result, began: began)
     }
 
     /// `execute` as a consumer span of the sampled trace `parent` belongs to. Each attempt is a span of its
@@ -619,13 +617,10 @@ public final class Worker: Service {
         if job.isolated { fields.append("carbscan.job.isolated", true) }
         span.set(fields)
         await TraceSwitch.current(span) {
-            let result: Result<String?, any Error>
-            do {
-                result = .success(try await handler(job.payload, context(of: job)))
-            } catch {
+            let result = await outcome(of: job, handler: handler)
+            if case .failure(let error) = result {
                 span.recordError(error)
                 span.setStatus(SpanStatus(code: .error, message: String(describing: error)))
-                result = .failure(error)
             }
             finish(job, result: result, began: began)
         }

@@ -65,7 +65,7 @@ public final class OTLPExporter: Service, Sendable {
 
     public func run() async {
         // Its own requests are no part of any trace.
-        await CurrentTrace.$current.withValue(nil) { await exportUntilShutdown() }
+        await CurrentTrace.local.withValue(nil) { await exportUntilShutdown() }
     }
 
     private func exportUntilShutdown() async {
@@ -110,8 +110,10 @@ public final class OTLPExporter: Service, Sendable {
                     metadata: ["spans": "\(dropped)", "queue_size": "\(batch.capacity)"])
             }
             if spans.isEmpty { return }
+            let whole = spans.count == batch.exportSize
             await export(spans, deadline: deadline ?? .now + options.exportTimeout)
-            if spans.count < batch.exportSize { return }
+            batch.recycle(consume spans)
+            if !whole { return }
         }
     }
 

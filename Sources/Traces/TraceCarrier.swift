@@ -56,9 +56,15 @@ public enum TraceCarrier {
     /// a worker decides each job's trace on them, where a dictionary of new strings cost every job.
     public static func traceFields(of text: Substring) -> (traceparent: Substring?, tracestate: Substring?) {
         var fields: (traceparent: Substring?, tracestate: Substring?) = (nil, nil)
-        for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            let value = line[line.index(after: equals)...]
+        // Line by line in the UTF-8 bytes, without `split`, whose array of lines was allocated for every job, and
+        // without looking for characters (each a grapheme break).
+        var rest = text
+        while !rest.isEmpty {
+            let end = rest.utf8.firstIndex(of: UInt8(ascii: "\n")) ?? rest.endIndex
+            let line = rest[..<end]
+            rest = end == rest.endIndex ? rest[end...] : rest[rest.utf8.index(after: end)...]
+            guard let equals = line.utf8.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let value = line[line.utf8.index(after: equals)...]
             switch line[..<equals] {
             case "traceparent": fields.traceparent = value
             case "tracestate": fields.tracestate = value

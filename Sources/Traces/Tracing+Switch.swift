@@ -117,9 +117,9 @@ public enum TraceSwitch {
     ) async rethrows -> T {
         switch span {
         case .recorded(let recorded):
-            return try await CurrentTrace.$current.withValue(.span(recorded), operation: body, isolation: isolation)
+            return try await CurrentTrace.local.withValue(.span(recorded), operation: body, isolation: isolation)
         case .unrecorded(let context):
-            return try await CurrentTrace.$current.withValue(
+            return try await CurrentTrace.local.withValue(
                 nil,
                 operation: { try await InstrumentationContext.$current.withValue(context, operation: body, isolation: isolation) },
                 isolation: isolation)

@@ -47,7 +47,7 @@ import Traces
         guard case .recorded(let job) = recorder.startSpan("process ai", context: .topLevel, ofKind: .consumer) else {
             throw SpanRecorderError.dropped
         }
-        CurrentTrace.$current.withValue(.span(job)) {
+        CurrentTrace.local.withValue(.span(job)) {
             recorder.startSpan("POST", context: InstrumentationContext.current ?? .topLevel, ofKind: .client).end()
         }
         recorder.startSpan("later", context: .topLevel).end()

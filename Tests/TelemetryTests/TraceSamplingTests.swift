@@ -120,7 +120,7 @@ import Testing
     @Test func aDroppedTracesTaskCarriesOnlyItsTraceparent() throws {
         let trace = try #require(TraceSampling(followsParent: true, ratio: 0).dropped(parent: nil))
         #expect(!TraceCarrier.inTrace)
-        CurrentTrace.$current.withValue(.dropped(trace)) {
+        CurrentTrace.local.withValue(.dropped(trace)) {
             #expect(TraceCarrier.inTrace)
             #expect(TraceCarrier.propagated(nil) == ["traceparent": trace.traceparent.text])
             #expect(TraceCarrier.currentFields == ["traceparent": trace.traceparent.text])

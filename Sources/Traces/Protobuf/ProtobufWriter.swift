@@ -125,10 +125,10 @@ package struct ProtobufWriter {
         return writer.bytes
     }
 
-    /// The bytes written so far, handed over; the writer starts again empty, with `capacity` bytes reserved.
-    package mutating func take(reserving capacity: Int) -> [UInt8] {
-        defer { self = ProtobufWriter(capacity: capacity) }
-        return bytes
+    /// Hands over the bytes written so far in `other`, and goes on in the memory `other` held, which must be empty.
+    package mutating func exchangeBytes(_ other: inout [UInt8]) {
+        precondition(other.isEmpty, "a writer goes on only in empty bytes")
+        swap(&bytes, &other)
     }
 
     /// A nested message, written by `body`.

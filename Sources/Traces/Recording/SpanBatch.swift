@@ -25,6 +25,8 @@ public final class SpanBatch: Sendable {
     /// How many spans wake the exporter, and the most one export sends (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE`).
     public let exportSize: Int
     private let state: Mutex<State>
+    /// The bytes of the last export sent, written again by the next (``recycle(_:)``).
+    private let spare = Mutex<[UInt8]?>(nil)
 
     public init(capacity: Int = 2048, exportSize: Int = 512) {
         self.capacity = max(capacity, 1)
@@ -52,22 +54,41 @@ public final class SpanBatch: Sendable {
 
     /// The oldest spans waiting, at most `exportSize`, and how many were dropped since the last call.
     public func take() -> (spans: EncodedSpans, dropped: Int) {
-        state.withLock { state in
+        // The memory the next spans are written into, found before the lock is taken: allocated under it, spans that
+        // ended meanwhile waited for the lock (its slow path was 0.1 µs of a recorded span, perf 2026-12-08).
+        var bytes = spare.withLock { $0.take() } ?? []
+        if bytes.capacity < Self.reserved(exportSize) { bytes.reserveCapacity(Self.reserved(exportSize)) }
+        let (count, dropped) = state.withLock { state in
             let dropped = state.dropped
             state.dropped = 0
             let count = min(state.ends.count, exportSize)
-            guard count > 0 else { return (EncodedSpans(bytes: [], count: 0), dropped) }
-            var taken = state.spans.take(reserving: Self.reserved(exportSize))
+            guard count > 0 else { return (0, dropped) }
+            // From here `bytes` holds the spans written, and the batch goes on in the memory it held.
+            state.spans.exchangeBytes(&bytes)
             let cut = state.ends[count - 1]
             state.ends.removeFirst(count)
             if !state.ends.isEmpty {
                 // More than one export's worth (spans end while the exporter is woken): the few past it stay, in order.
-                state.spans.append(encoded: taken[cut...])
-                taken.removeSubrange(cut...)
+                state.spans.append(encoded: bytes[cut...])
+                bytes.removeSubrange(cut...)
                 for index in state.ends.indices { state.ends[index] -= cut }
             }
-            return (EncodedSpans(bytes: taken, count: count), dropped)
+            return (count, dropped)
         }
+        guard count > 0 else {
+            spare.withLock { $0 = bytes }
+            return (EncodedSpans(bytes: [], count: 0), dropped)
+        }
+        return (EncodedSpans(bytes: bytes, count: count), dropped)
+    }
+
+    /// Gives back the bytes of spans sent: the next batch is written into them, where a new 200 KB each time was
+    /// faulted in page by page.
+    public func recycle(_ spans: consuming EncodedSpans) {
+        var bytes = spans.bytes
+        _ = consume spans
+        bytes.removeAll(keepingCapacity: true)
+        spare.withLock { $0 = bytes }
     }
 
     /// How many spans wait.
