@@ -567,10 +567,9 @@ public final class Worker: Service {
     /// (thousands at once for AI calls), so everything after it is in `finish`, whose temporaries are not kept.
     private func execute(_ job: ReservedJob, handler: JobRegistry.Handler) async {
         let began = ContinuousClock.now
-        // Decided here, in the job's task, not before the task is made: the decision captured by the task's closure
-        // was copied twice more on its way in (perf, 2026-12-08). Consumed: matched as it was, it was copied again.
-        let decision = TraceSwitch.isOn ? Self.trace(of: job) : nil
-        switch consume decision {
+        // Decided here, in the job's task, so that the task's closure captures no decision: with the log line's
+        // single pass over its metadata, 10% sampled no-op jobs ran 1.1–3.6% cheaper side by side (2026-12-08).
+        switch TraceSwitch.isOn ? Self.trace(of: job) : nil {
         case .sampled(let parent): return await tracedExecute(job, handler: handler, parent: parent, began: began)
         case .dropped(let dropped):
             // A dropped trace has no span, only its context for the lines the job writes and the calls it makes:
